@@ -1,0 +1,175 @@
+"""read -> parse -> one walk with every enabled rule -> diagnostics.
+
+Each file is read once and parsed once. A single visitor walks the tree: for
+every node it updates the semantic context, then hands the node to the rules
+that asked for its type. Positions are computed only for files with findings.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .diagnostics import Diagnostic, Edit, Fix, Location
+from .rule import Report, Rule
+from .semantics import Context
+from . import suppression
+
+SYNTAX_ERROR = ("DEV000", "syntax-error")
+# A file that cannot mention torch cannot hold a finding: every rule reasons
+# about names that resolve into torch.
+TORCH_MARKER = "torch"
+
+
+@dataclass
+class SourceFile:
+    """A file's text as decoded, and what is needed to write it back unchanged."""
+
+    text: str
+    encoding: str = "utf-8"
+    bom: bool = False
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "SourceFile":
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        bom = encoding == "utf-8-sig"
+        text = data.decode(encoding)  # utf-8-sig strips the BOM
+        return cls(text, "utf-8" if bom else encoding, bom)
+
+    def to_bytes(self, text: str) -> bytes:
+        return (b"\xef\xbb\xbf" if self.bom else b"") + text.encode(self.encoding)
+
+
+@dataclass
+class FileResult:
+    filename: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: Optional[str] = None  # why the file could not be linted at all
+    parsed: bool = False  # whether the file needed a parse (for work counting)
+    fixed_text: Optional[str] = None  # new text when fixes were applied
+    fixes_applied: int = 0
+    diff: Optional[str] = None  # unified diff of the fixes, with --diff
+
+
+class _Walker(cst.CSTVisitor):
+    """One walk: semantic bookkeeping first, then the rules that asked for this node type."""
+
+    def __init__(self, ctx: Context, rules: Sequence[Rule]) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.visit_hooks: dict[str, list] = {}
+        self.leave_hooks: dict[str, list] = {}
+        for rule in rules:
+            for name in rule.hooks():
+                kind, _, node_type = name.partition("_")
+                table = self.visit_hooks if kind == "visit" else self.leave_hooks
+                table.setdefault(node_type, []).append(getattr(rule, name))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.ctx.enter(node)
+        hooks = self.visit_hooks.get(type(node).__name__)
+        if hooks:
+            for hook in hooks:
+                hook(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        hooks = self.leave_hooks.get(type(original_node).__name__)
+        if hooks:
+            for hook in hooks:
+                hook(original_node)
+        self.ctx.leave(original_node)
+
+    # libcst calls these for every child field; we have no per-field hooks.
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+
+def rules_for_text(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """The rules that could fire on this text at all (sound pre-parse filter)."""
+    if TORCH_MARKER not in text:
+        return []
+    return [r for r in rules if not r.triggers or any(t in text for t in r.triggers)]
+
+
+def lint_source(text: str, filename: str, rules: Sequence[type[Rule]], prefilter: bool = True) -> FileResult:
+    result = FileResult(filename)
+    active = rules_for_text(text, rules) if prefilter else list(rules)
+    if not active:
+        return result
+    result.parsed = True
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        line, col, message = _syntax_error_position(text, exc)
+        result.diagnostics.append(_diagnostic(SYNTAX_ERROR, message, filename, line, col, line, col))
+        return result
+    except RecursionError:
+        result.diagnostics.append(_diagnostic(SYNTAX_ERROR, "file is nested too deeply to parse", filename, 1, 1, 1, 1))
+        return result
+
+    ctx = Context(text)
+    reports: list[Report] = []
+    instances = [r(ctx, reports) for r in active]
+    module.visit(_Walker(ctx, instances))
+    reports = [r for r in reports if r.condition is None or r.condition()]
+    if reports:
+        result.diagnostics = _positioned(module, reports, filename)
+        result.diagnostics = suppression.filter_noqa(text, result.diagnostics)
+    return result
+
+
+def _syntax_error_position(text: str, exc: cst.ParserSyntaxError) -> tuple[int, int, str]:
+    """libcst's native parser places errors loosely; CPython's own parser is
+    exact, so ask it on this (rare) path. Falls back to libcst's position."""
+    try:
+        compile(text, "<devlint>", "exec", dont_inherit=True)
+    except SyntaxError as py:
+        if py.lineno:
+            return py.lineno, max(py.offset or 1, 1), f"SyntaxError: {py.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return max(exc.raw_line, 1), exc.raw_column + 1, f"SyntaxError: {exc.message}"
+
+
+def _positioned(module: cst.Module, reports: list[Report], filename: str) -> list[Diagnostic]:
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    out: list[Diagnostic] = []
+    seen: set[tuple] = set()
+    for report in reports:
+        pos = positions[report.node]
+        key = (report.rule.code, pos.start.line, pos.start.column)
+        if key in seen:  # two hooks of one rule on one spot: report once
+            continue
+        seen.add(key)
+        fix = None
+        if report.fix is not None:
+            edits = tuple(
+                Edit(_loc(positions[old].start), _loc(positions[old].end), module.code_for_node(new))
+                for old, new in report.fix.replacements
+            )
+            fix = Fix(report.fix.title, report.fix.applicability, edits)
+        out.append(
+            Diagnostic(
+                report.rule.code, report.rule.name, report.message, filename,
+                _loc(pos.start), _loc(pos.end), fix,
+            )
+        )
+    out.sort(key=Diagnostic.sort_key)
+    return out
+
+
+def _loc(pos) -> Location:
+    return Location(pos.line, pos.column + 1)
+
+
+def _diagnostic(kind: tuple[str, str], message: str, filename: str, line: int, col: int, end_line: int, end_col: int) -> Diagnostic:
+    return Diagnostic(kind[0], kind[1], message, filename, Location(line, col), Location(end_line, end_col))

@@ -1,0 +1,102 @@
+"""Applying fixes safely: non-overlapping text edits, re-parsed after every
+pass, repeated until nothing changes, and written atomically."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import libcst as cst
+
+from .diagnostics import Fix, Location
+from .engine import FileResult, lint_source
+from .rule import Rule
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def _line_offsets(text: str) -> list[int]:
+    starts = [0]
+    starts.extend(m.end() for m in _NEWLINE.finditer(text))
+    return starts
+
+
+def apply_edits(text: str, fixes: Sequence[Fix]) -> tuple[str, int]:
+    """Apply non-overlapping fixes (earlier ones win); returns (text, fixes applied)."""
+    starts = _line_offsets(text)
+
+    def offset(loc: Location) -> int:
+        return starts[loc.row - 1] + loc.column - 1
+
+    chosen: list[tuple[int, int, str]] = []
+    applied = 0
+    taken: list[tuple[int, int]] = []
+    for fix in fixes:
+        spans = [(offset(e.start), offset(e.end), e.content) for e in fix.edits]
+        if any(s < te and ts < e or s == ts for s, e, _ in spans for ts, te in taken):
+            continue
+        chosen.extend(spans)
+        taken.extend((s, e) for s, e, _ in spans)
+        applied += 1
+    for start, end, content in sorted(chosen, key=lambda x: x[0], reverse=True):
+        text = text[:start] + content + text[end:]
+    return text, applied
+
+
+def parses(text: str) -> bool:
+    try:
+        cst.parse_module(text)
+        return True
+    except Exception:
+        return False
+
+
+MAX_FIX_PASSES = 10
+
+
+def fix_source(text: str, filename: str, rules: Sequence[type[Rule]], unsafe: bool) -> FileResult:
+    """Apply fixes until nothing changes (bounded); a fix whose result does not
+    parse is dropped. Returns the final lint of the fixed text."""
+    total = 0
+    for _ in range(MAX_FIX_PASSES):
+        result = lint_source(text, filename, rules)
+        fixes = [d.fix for d in result.diagnostics if d.fix is not None and (unsafe or d.fix.applicability == "safe")]
+        if not fixes:
+            break
+        new_text, applied = apply_edits(text, fixes)
+        if not parses(new_text):
+            # Keep only the fixes that parse on their own.
+            good = [f for f in fixes if parses(apply_edits(text, [f])[0])]
+            new_text, applied = apply_edits(text, good)
+            if not good or not parses(new_text):
+                break
+        if new_text == text:
+            break
+        text, total = new_text, total + applied
+    result = lint_source(text, filename, rules)
+    if total:
+        result.fixed_text, result.fixes_applied = text, total
+    return result
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temporary file in the same folder and an atomic rename,
+    keeping the file's mode: a crash leaves the old file or the new, never half."""
+    mode = os.stat(path).st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".devlint-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

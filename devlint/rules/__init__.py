@@ -1,0 +1,1 @@
+"""One module per rule; the registry finds them all."""

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..claims import Claim
+from ..diagnostics import FixAvailability
+from ..rule import NodeFix, Rule
+from ..semantics.placements import Placement, placement
+
+
+class UnguardedCuda(Rule):
+    """
+    ## What it does
+    Flags CUDA placement — `.cuda()`, `.to("cuda")`, `device="cuda"`, a
+    `torch.device("cuda")` then used for placement, `torch.cuda.set_device`,
+    `map_location="cuda"` — that no `torch.cuda.is_available()` check guards.
+
+    ## Why is this bad?
+    The code runs only where an NVIDIA GPU is. On a laptop, a CPU-only CI
+    runner or a Mac it crashes with
+    `AssertionError: Torch not compiled with CUDA enabled` (CPU-only build) or
+    `RuntimeError: Found no NVIDIA driver on your system`.
+
+    Guards come in many shapes and all silence the rule: `if`, an early
+    `return`/`raise`/`sys.exit` under `if not ...`, `assert`, a conditional
+    expression, a flag assigned from `is_available()`, `device.type == "cuda"`,
+    skip decorators, a `device` the caller supplies, and
+    `torch.accelerator.is_available()`. A flag whose default is True
+    (`use_gpu=True`, an argparse `--cuda` with `default=True`) is not a guard.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    batch = batch.to("cuda")
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    batch = batch.to(device)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix replaces the literal device with
+    `"cuda" if torch.cuda.is_available() else "cpu"`, so the code runs on the
+    CPU where it used to crash — behaviour changes, and choosing the device
+    once at the top is still the better shape.
+    """
+
+    code = "DEV101"
+    name = "unguarded-cuda"
+    message = "CUDA placement without a `torch.cuda.is_available()` guard crashes on machines without a GPU"
+    fix_availability = FixAvailability.UNSAFE
+    claim = Claim(
+        backends=("no-accel",),
+        summary="AssertionError: Torch not compiled with CUDA enabled / RuntimeError: Found no NVIDIA driver",
+        raises="AssertionError|RuntimeError",
+        match=r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|no CUDA-capable device",
+    )
+    triggers = ("cuda",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        found = placement(self.ctx, node)
+        if found is None or not found.hardcoded("cuda"):
+            return
+        self.report(node, fix=self._fix(found), condition=self.ctx.unguarded())
+
+    def _fix(self, found: Placement) -> Optional[NodeFix]:
+        torch = self.ctx.torch_alias()
+        if torch is None:
+            return None
+        choice = cst.parse_expression(f'"cuda" if {torch}.cuda.is_available() else "cpu"')
+        func = found.call.func
+        if found.target is None and isinstance(func, cst.Attribute) and not found.call.args:
+            # x.cuda() -> x.to("cuda" if torch.cuda.is_available() else "cpu")
+            new = found.call.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(choice)])
+            return self.fix("Fall back to the CPU when CUDA is unavailable", [(found.call, new)])
+        target = found.target
+        if isinstance(target, cst.SimpleString) and target.evaluated_value == "cuda":
+            parenthesized = choice.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            new_target = choice if found.how == "method" or _is_sole_arg(found.call, target) else parenthesized
+            return self.fix("Fall back to the CPU when CUDA is unavailable", [(target, new_target)])
+        return None
+
+
+def _is_sole_arg(call: cst.Call, target: cst.BaseExpression) -> bool:
+    return len(call.args) == 1 and call.args[0].value is target

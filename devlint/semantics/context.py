@@ -1,0 +1,415 @@
+"""The semantic context: everything the single walk has learned so far about the
+file, and the questions rules ask of it. The engine calls `enter`/`leave` for
+every node, before and after the rules see it."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import libcst as cst
+
+from . import guards, torchapi
+from .names import ImportTable, dotted
+from .scopes import ClassInfo, Scope
+from .values import MODULE, TENSOR, UNKNOWN, Device, Kind, Value, parse_device_string
+
+_DATASET_BASES = frozenset(
+    {"torch.utils.data.Dataset", "torch.utils.data.IterableDataset",
+     "torch.utils.data.dataset.Dataset", "torch.utils.data.dataset.IterableDataset"}
+)
+
+
+class Context:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.imports = ImportTable()
+        self.stack: list[cst.CSTNode] = []  # ancestors of (and including) the current node
+        self.scopes: list[Scope] = []
+        self.classes: dict[str, ClassInfo] = {}  # local classes by name
+        self.early_exit_blocks: set[int] = set()  # ids of blocks after an early exit
+        self.true_default_options: set[str] = set()  # argparse dests defaulting to True
+        self._enter: dict[type, Callable[[cst.CSTNode], None]] = {
+            cst.Module: self._enter_module,
+            cst.Import: self.imports.add_import,
+            cst.ImportFrom: self.imports.add_import_from,
+            cst.ClassDef: self._enter_class,
+            cst.FunctionDef: self._enter_function,
+            cst.Call: self._enter_call,
+        }
+        self._leave: dict[type, Callable[[cst.CSTNode], None]] = {
+            cst.ClassDef: self._leave_scope,
+            cst.FunctionDef: self._leave_scope,
+            cst.Assign: self._leave_assign,
+            cst.AnnAssign: self._leave_ann_assign,
+            cst.If: self._leave_guardable,
+            cst.Assert: self._leave_guardable,
+            cst.For: self._leave_for,
+        }
+
+    # -- walk bookkeeping -------------------------------------------------
+    def enter(self, node: cst.CSTNode) -> None:
+        self.stack.append(node)
+        hook = self._enter.get(type(node))
+        if hook is not None:
+            hook(node)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        hook = self._leave.get(type(node))
+        if hook is not None:
+            hook(node)
+        self.stack.pop()
+
+    def _enter_module(self, node: cst.Module) -> None:
+        self.scopes.append(Scope("module", node))
+
+    def _enter_class(self, node: cst.ClassDef) -> None:
+        bases = tuple(self.imports.qualify(a.value) or dotted(a.value) or "" for a in node.bases)
+        info = ClassInfo(node.name.value, node, bases)
+        for base in bases:
+            local = self.classes.get(base)
+            if base in torchapi.MODULE_BASES or torchapi.is_module_constructor(base) or (
+                local is not None and local.is_module
+            ):
+                info.is_module = True
+            if base in _DATASET_BASES or (local is not None and local.is_dataset):
+                info.is_dataset = True
+        for stmt in node.body.body:
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                info.members.add(stmt.name.value)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    for target in _assigned_names(small):
+                        info.members.add(target)
+        self.classes[info.name] = info
+        self.scopes.append(Scope("class", node, cls=info))
+
+    def _enter_function(self, node: cst.FunctionDef) -> None:
+        outer = self.scopes[-1] if self.scopes else None
+        scope = Scope("function", node, cls=outer.cls if outer and outer.kind == "class" else None)
+        params = node.params
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+            scope.params[p.name.value] = p.default
+            scope.bind(p.name.value, self._annotation_value(p.annotation))
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                scope.params[star.name.value] = None
+                scope.bind(star.name.value, UNKNOWN)
+        self.scopes.append(scope)
+
+    def _leave_scope(self, node: cst.CSTNode) -> None:
+        self.scopes.pop()
+
+    def _enter_call(self, node: cst.Call) -> None:
+        # argparse: `add_argument('--cuda', default=True)` / `action='store_false'`.
+        if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "add_argument":
+            return
+        flags = [s for a in node.args if a.keyword is None and (s := _string(a.value))]
+        kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        default, action = kw.get("default"), _string(kw.get("action"))
+        if (isinstance(default, cst.Name) and default.value == "True") or action == "store_false":
+            dest = _string(kw.get("dest")) or next(
+                (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None
+            )
+            if dest:
+                self.true_default_options.add(dest)
+
+    def _leave_assign(self, node: cst.Assign) -> None:
+        value = self.value_of(node.value)
+        if value.kind is Kind.UNKNOWN and guards.mentions_availability(self, node.value, loose=False):
+            value = Value(Kind.AVAILABILITY)
+        for target in node.targets:
+            self._bind_target(target.target, value)
+        self._leave_guardable(node)
+
+    def _leave_ann_assign(self, node: cst.AnnAssign) -> None:
+        value = self._annotation_value(node.annotation)
+        if value.kind is Kind.UNKNOWN and node.value is not None:
+            value = self.value_of(node.value)
+        self._bind_target(node.target, value)
+
+    def _leave_for(self, node: cst.For) -> None:
+        self._bind_target(node.target, UNKNOWN)
+
+    def _leave_guardable(self, node: cst.CSTNode) -> None:
+        if guards.is_early_exit(self, node):
+            block = self._enclosing_block()
+            if block is not None:
+                self.early_exit_blocks.add(id(block))
+
+    def _enclosing_block(self) -> Optional[cst.CSTNode]:
+        for node in reversed(self.stack[:-1]):
+            if isinstance(node, (cst.IndentedBlock, cst.Module)):
+                return node
+        return None
+
+    def _bind_target(self, target: cst.BaseExpression, value: Value) -> None:
+        if isinstance(target, cst.Name):
+            self.scopes[-1].bind(target.value, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._bind_target(el.value, UNKNOWN)
+        elif isinstance(target, cst.Attribute) and _is_self(target.value):
+            cls = self.current_class()
+            if cls is not None:
+                old = cls.attrs.get(target.attr.value)
+                # Two different kinds for one attribute: we no longer know.
+                cls.attrs[target.attr.value] = value if old is None or old.kind is value.kind else UNKNOWN
+
+    # -- questions rules ask ---------------------------------------------
+    def parent(self, depth: int = 1) -> Optional[cst.CSTNode]:
+        """The current node's ancestor `depth` levels up (1: its parent)."""
+        i = len(self.stack) - 1 - depth
+        return self.stack[i] if i >= 0 else None
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        return self.imports.qualify(node)
+
+    def lookup(self, name: str) -> Optional[Value]:
+        """A name's value, through function scopes to the module (class scopes skipped)."""
+        for i, scope in enumerate(reversed(self.scopes)):
+            if scope.kind == "class" and i > 0:
+                continue
+            value = scope.lookup(name)
+            if value is not None:
+                return value
+        return None
+
+    def param_default(self, name: str) -> Optional[cst.BaseExpression]:
+        for scope in reversed(self.scopes):
+            if scope.kind == "function" and name in scope.params:
+                return scope.params[name]
+        return None
+
+    def current_function(self) -> Optional[cst.FunctionDef]:
+        for scope in reversed(self.scopes):
+            if scope.kind == "function":
+                return scope.node  # type: ignore[return-value]
+        return None
+
+    def current_class(self) -> Optional[ClassInfo]:
+        """The class whose body or method we are in."""
+        for scope in reversed(self.scopes):
+            if scope.cls is not None:
+                return scope.cls
+        return None
+
+    def torch_alias(self) -> Optional[str]:
+        """The local name `torch` itself is imported as, for writing fixes."""
+        for local, full in self.imports.aliases.items():
+            if full == "torch":
+                return local
+        return None
+
+    def is_guarded(self) -> bool:
+        """Is the current node reached only with an accelerator present (as far as known now)?"""
+        return guards.is_guarded(self, self.stack, self.early_exit_blocks)
+
+    def value_of(self, expr: cst.BaseExpression) -> Value:
+        """What `expr` evaluates to, as far as the code makes it clear."""
+        if isinstance(expr, cst.Name):
+            found = self.lookup(expr.value)
+            return UNKNOWN if found is None else found
+        if isinstance(expr, cst.Attribute):
+            return self._attribute_value(expr)
+        if isinstance(expr, cst.Call):
+            return self._call_value(expr)
+        if isinstance(expr, cst.Subscript):
+            base = self.value_of(expr.value)
+            return Value(Kind.TENSOR, base.device) if base.is_tensor else UNKNOWN
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self.value_of(expr.left), self.value_of(expr.right)
+            if Kind.MODULE not in (left.kind, right.kind) and (left.is_tensor or right.is_tensor):
+                return Value(Kind.TENSOR, left.device if left.is_tensor else right.device)
+            return UNKNOWN
+        if isinstance(expr, cst.UnaryOperation):
+            inner = self.value_of(expr.expression)
+            return inner if inner.is_tensor else UNKNOWN
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+            text = _string(expr)
+            device = parse_device_string(text) if text is not None else None
+            return Value(Kind.DEVICE_STRING, device) if device else UNKNOWN
+        if isinstance(expr, cst.IfExp):
+            return self._ifexp_value(expr)
+        return UNKNOWN
+
+    def device_of(self, expr: cst.BaseExpression) -> Optional[Device]:
+        """The device an expression names, when it names one."""
+        value = self.value_of(expr)
+        if value.kind in (Kind.DEVICE, Kind.DEVICE_STRING):
+            return value.device or Device()
+        return None
+
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        return self.value_of(expr).is_tensor
+
+    def is_module(self, expr: cst.BaseExpression) -> bool:
+        return self.value_of(expr).is_module
+
+    def defines_own(self, receiver: cst.BaseExpression, member: str) -> bool:
+        """Does `receiver` belong to a class of this file that defines `member`
+        itself (`self` inside it, or an instance of it)? Then torch's meaning
+        of that method does not apply."""
+        if _is_self(receiver):
+            cls = self.current_class()
+        else:
+            name = self.value_of(receiver).cls
+            cls = self.classes.get(name) if name else None
+        return cls is not None and member in cls.members
+
+    def unguarded(self) -> Callable[[], bool]:
+        """A `condition` for `Rule.report`: true when, once the whole file is
+        known, the current node is reached without an accelerator guard."""
+        stack, scopes = list(self.stack), list(self.scopes)
+        if any(id(n) in self.early_exit_blocks for n in stack):
+            return lambda: False
+
+        def check() -> bool:
+            # Judge in the scopes of the reported node (its parameters, its locals).
+            saved, self.scopes = self.scopes, scopes
+            try:
+                return not guards.is_guarded(self, stack, frozenset())
+            finally:
+                self.scopes = saved
+
+        return check
+
+    def is_dtype(self, expr: cst.BaseExpression) -> bool:
+        return self.qualify(expr) in torchapi.DTYPES or self.value_of(expr).kind is Kind.DTYPE
+
+    # -- inference ---------------------------------------------------------
+    def _annotation_value(self, annotation: Optional[cst.Annotation]) -> Value:
+        if annotation is None:
+            return UNKNOWN
+        ann = annotation.annotation
+        if isinstance(ann, (cst.SimpleString, cst.ConcatenatedString)):
+            return UNKNOWN
+        qual = self.imports.qualify(ann)
+        if qual in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.nn.Parameter"):
+            return TENSOR
+        if qual in torchapi.MODULE_BASES:
+            return MODULE
+        if qual == "torch.device":
+            return Value(Kind.DEVICE, Device())
+        if isinstance(ann, cst.Name) and ann.value in self.classes and self.classes[ann.value].is_module:
+            return MODULE
+        return UNKNOWN
+
+    def _attribute_value(self, expr: cst.Attribute) -> Value:
+        qual = self.imports.qualify(expr)
+        if qual in torchapi.DTYPES:
+            return Value(Kind.DTYPE)
+        attr = expr.attr.value
+        if _is_self(expr.value):
+            cls = self.current_class()
+            if cls is not None and attr in cls.attrs:
+                return cls.attrs[attr]
+            return UNKNOWN
+        if attr == "device" and self.value_of(expr.value).is_tensor:
+            return Value(Kind.DEVICE, Device())
+        if attr in ("T", "mT", "H", "data", "grad", "real", "imag") and self.value_of(expr.value).is_tensor:
+            return TENSOR
+        return UNKNOWN
+
+    def _call_value(self, call: cst.Call) -> Value:
+        func = call.func
+        qual = self.imports.qualify(func)
+        if qual is not None:
+            if qual == "torch.device":
+                return Value(Kind.DEVICE, self._torch_device(call))
+            if qual in torchapi.TENSOR_FUNCTIONS or qual in torchapi.TENSOR_CONSTRUCTORS:
+                kw = keyword(call, "device")
+                return Value(Kind.TENSOR, self.device_of(kw) if kw is not None else None)
+            if torchapi.is_module_constructor(qual):
+                return MODULE
+            if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[-1][:1].isupper():
+                return Value(Kind.OPTIMIZER)
+            if qual in torchapi.AVAILABILITY_PROBES:
+                return Value(Kind.AVAILABILITY)
+            return UNKNOWN
+        if isinstance(func, cst.Name):
+            cls = self.classes.get(func.value)
+            if cls is not None and self.lookup(func.value) is None:
+                return Value(Kind.MODULE if cls.is_module else Kind.OBJECT, cls=cls.name)
+            return UNKNOWN
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = self.value_of(func.value)
+            if receiver.is_tensor and method in torchapi.TENSOR_RETURNING_METHODS:
+                return Value(Kind.TENSOR, self._moved_device(call, method, receiver.device))
+            if receiver.is_module and method in torchapi.MODULE_RETURNING_METHODS:
+                return Value(Kind.MODULE, self._moved_device(call, method, receiver.device))
+        if self.value_of(func).is_module:
+            return Value(Kind.MODULE_OUTPUT)
+        return UNKNOWN
+
+    def _moved_device(self, call: cst.Call, method: str, before: Optional[Device]) -> Optional[Device]:
+        """Where `x.<method>(...)` leaves x's data."""
+        if method in ("cuda", "mps", "xpu"):
+            return Device(method, literal=True)
+        if method == "cpu":
+            return Device("cpu", literal=True)
+        if method == "to":
+            target = keyword(call, "device") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+            if target is not None:
+                device = self.device_of(target)
+                if device is not None:
+                    return device
+                if self.value_of(target).is_tensor:
+                    return self.value_of(target).device
+                if not self.is_dtype(target):
+                    return Device()  # moved somewhere we cannot name
+        return before
+
+    def _torch_device(self, call: cst.Call) -> Device:
+        """`torch.device('cuda')`, `torch.device('cuda', 1)`, `torch.device(type='cuda', index=1)`."""
+        positional = [a.value for a in call.args if a.keyword is None]
+        first = positional[0] if positional else keyword(call, "type")
+        if first is None:
+            return Device()
+        inner = self.device_of(first) if not isinstance(first, cst.Name) or self.lookup(first.value) else None
+        if inner is None:
+            return Device()
+        index_expr = positional[1] if len(positional) > 1 else keyword(call, "index")
+        if isinstance(index_expr, cst.Integer):
+            return Device(inner.type, int(index_expr.value), inner.literal, inner.guarded)
+        return inner
+
+    def _ifexp_value(self, expr: cst.IfExp) -> Value:
+        body, orelse = self.value_of(expr.body), self.value_of(expr.orelse)
+        if body.kind in (Kind.DEVICE, Kind.DEVICE_STRING) or orelse.kind in (Kind.DEVICE, Kind.DEVICE_STRING):
+            guarded = guards.mentions_availability(self, expr.test)
+            kinds = {body.kind, orelse.kind} - {Kind.UNKNOWN}
+            kind = Kind.DEVICE if Kind.DEVICE in kinds else Kind.DEVICE_STRING
+            types = {v.device.type for v in (body, orelse) if v.device is not None}
+            dtype = types.pop() if len(types) == 1 and body.kind is orelse.kind else None
+            return Value(kind, Device(dtype, literal=not guarded and dtype is not None, guarded=guarded))
+        return body if body.kind is orelse.kind else UNKNOWN
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _string(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+string_value = _string
+
+
+def _is_self(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "self"
+
+
+def _assigned_names(small: cst.BaseSmallStatement) -> list[str]:
+    if isinstance(small, cst.Assign):
+        return [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
+    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+        return [small.target.value]
+    return []

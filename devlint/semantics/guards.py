@@ -1,0 +1,165 @@
+"""Is this statement reached only when an accelerator is there?
+
+A guard is anything that ties the code to accelerator availability: an `if` /
+`while` / conditional expression / `and` whose test probes it, an earlier early
+exit (`if not torch.cuda.is_available(): return`, `assert ...`), a skip
+decorator, a `try` that catches the failure, or a function or class that is
+CUDA-specific by its very name. Precision first: when a condition plausibly
+means "is there an accelerator", it counts as a guard. The one exception the
+catalogue names: a flag whose default is True (`use_gpu=True`, an argparse
+`--cuda` with `default=True`) is not a guard.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, AbstractSet, Iterator
+
+import libcst as cst
+
+from . import torchapi
+from .names import dotted
+from .values import Kind
+
+if TYPE_CHECKING:
+    from .context import Context
+
+_EXIT_CALLS = frozenset(
+    "sys.exit exit quit os._exit pytest.skip pytest.fail self.skipTest unittest.skip "
+    "warnings.warn logger.warning logging.warning".split()
+)
+_BROAD_EXCEPTIONS = frozenset(
+    {"Exception", "BaseException", "RuntimeError", "AssertionError", "AttributeError",
+     "torch.cuda.CudaError", "ImportError", "OSError"}
+)
+
+
+def _identifiers(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
+    """Every Name/Attribute chain (outermost first) and Call in an expression."""
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            yield node
+            if isinstance(node, cst.Attribute):
+                stack.append(node.value)
+            continue
+        if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            continue
+        stack.extend(node.children)
+
+
+def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True) -> bool:
+    """Does this condition depend on whether an accelerator is present?
+
+    `loose` also accepts names that only sound like it (`args.cuda`, `use_gpu`);
+    strict asks for a real probe (`torch.cuda.is_available()`) or a flag made from one."""
+    for ident in _identifiers(expr):
+        qual = ctx.imports.qualify(ident)
+        if qual in torchapi.AVAILABILITY_PROBES:
+            return True
+        if isinstance(ident, cst.Name):
+            value = ctx.lookup(ident.value)
+            if value is not None and value.kind is Kind.AVAILABILITY:
+                return True
+            word = ident.value
+        else:
+            word = ident.attr.value
+        if loose and torchapi.GUARD_WORDS.search(word) and not _true_default_flag(ctx, ident):
+            return True
+    return False
+
+
+def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
+    """`use_gpu` with `def f(use_gpu=True)`, or `args.cuda` with an argparse
+    `--cuda` whose default is True: a flag that is on by default guards nothing."""
+    if isinstance(ident, cst.Name):
+        default = ctx.param_default(ident.value)
+        return isinstance(default, cst.Name) and default.value == "True"
+    if isinstance(ident, cst.Attribute) and isinstance(ident.value, cst.Name):
+        return ident.attr.value in ctx.true_default_options
+    return False
+
+
+def exits(body: cst.BaseSuite) -> bool:
+    """Does this block leave the enclosing flow (return/raise/exit/skip/continue)?"""
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for stmt in stmts:
+        small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
+        if isinstance(stmt, cst.SimpleStatementSuite):
+            small = stmt.body
+        for s in small:
+            if isinstance(s, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+                return True
+            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+                name = dotted(s.value.func) or ""
+                if name in _EXIT_CALLS or name.endswith(("skipTest", ".skip", "exit")):
+                    return True
+    return False
+
+
+def is_early_exit(ctx: "Context", node: cst.CSTNode) -> bool:
+    """`if not torch.cuda.is_available(): return` / `assert torch.cuda.is_available()`:
+    everything after it in the same block runs only with an accelerator."""
+    if isinstance(node, cst.If):
+        return node.orelse is None and exits(node.body) and mentions_availability(ctx, node.test)
+    if isinstance(node, cst.Assert):
+        return mentions_availability(ctx, node.test)
+    if isinstance(node, cst.Assign):
+        # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`
+        return any(
+            isinstance(t.target, cst.Name) and t.target.value == "pytestmark" for t in node.targets
+        ) and mentions_availability(ctx, node.value)
+    return False
+
+
+def _decorated_for_accelerator(ctx: "Context", node: cst.CSTNode) -> bool:
+    decorators = getattr(node, "decorators", ())
+    return any(mentions_availability(ctx, d.decorator) or _is_skip(d.decorator) for d in decorators)
+
+
+def _is_skip(expr: cst.BaseExpression) -> bool:
+    call = expr.func if isinstance(expr, cst.Call) else expr
+    name = dotted(call) or ""
+    return "skip" in name.lower() or "require" in name.lower()
+
+
+def _catches_failure(node: cst.Try) -> bool:
+    for handler in node.handlers:
+        if handler.type is None:
+            return True
+        types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+        for t in types:
+            name = dotted(t.value if isinstance(t, cst.Element) else t)
+            if name in _BROAD_EXCEPTIONS:
+                return True
+    return False
+
+
+def is_guarded(ctx: "Context", chain: list[cst.CSTNode], early_exit_blocks: AbstractSet[int]) -> bool:
+    """Is the node at the top of `chain` (its ancestors, outermost first)
+    reached only when an accelerator is present? `early_exit_blocks` are the
+    blocks already known to follow an early exit."""
+    for i in range(len(chain) - 1, -1, -1):
+        node = chain[i]
+        child = chain[i + 1] if i + 1 < len(chain) else None
+        if id(node) in early_exit_blocks:
+            return True
+        if isinstance(node, (cst.If, cst.While)):
+            if mentions_availability(ctx, node.test):
+                return True
+        elif isinstance(node, cst.IfExp):
+            if child is not node.test and mentions_availability(ctx, node.test):
+                return True
+        elif isinstance(node, cst.BooleanOperation):
+            if child is node.right and mentions_availability(ctx, node.left):
+                return True
+        elif isinstance(node, cst.Try):
+            if child is node.body and _catches_failure(node):
+                return True
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            if torchapi.GUARD_WORDS.search(node.name.value) or _decorated_for_accelerator(ctx, node):
+                return True
+        elif isinstance(node, cst.Lambda):
+            # A lambda runs where it is called; it is usually handed to a guarded caller.
+            return True
+    return False

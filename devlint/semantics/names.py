@@ -1,0 +1,78 @@
+"""Resolve local names to qualified names, whatever the import style.
+
+``import torch as th`` makes ``th.cuda.is_available`` resolve to
+``torch.cuda.is_available``; ``from torch.cuda import is_available`` makes the
+bare ``is_available`` resolve to the same. Much cheaper than libcst's
+QualifiedNameProvider: imports are recorded as the walk meets them.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+
+def dotted(node: cst.BaseExpression) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _import_target(node: cst.BaseExpression) -> str:
+    return dotted(node) or ""
+
+
+class ImportTable:
+    """Local name -> qualified module path, for every import seen so far."""
+
+    __slots__ = ("aliases",)
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    def add_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _import_target(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases[alias.asname.name.value] = full
+            else:
+                # `import torch.nn` binds `torch`.
+                top = full.split(".", 1)[0]
+                self.aliases[top] = top
+
+    def add_import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = _import_target(node.module)
+        for alias in node.names:
+            name = _import_target(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.aliases[local] = f"{module}.{name}"
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        """The qualified name of an imported Name/Attribute chain, else None."""
+        path = dotted(node)
+        if path is None:
+            return None
+        head, _, rest = path.partition(".")
+        base = self.aliases.get(head)
+        if base is None:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def is_torch(self, node: cst.BaseExpression) -> bool:
+        q = self.qualify(node)
+        return q is not None and (q == "torch" or q.startswith("torch."))
+
+    @property
+    def imports_torch(self) -> bool:
+        return any(v == "torch" or v.startswith("torch.") for v in self.aliases.values())

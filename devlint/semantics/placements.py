@@ -1,0 +1,101 @@
+"""Where code puts data on a device: `.to(dev)`, `.cuda()`, `device=...`,
+`torch.cuda.set_device(i)`, `map_location=...`, `torch.set_default_device(d)`.
+
+One question, asked by every portability rule: "is this call a placement, and
+on which device?"
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from . import torchapi
+from .context import keyword
+from .values import Device
+
+if TYPE_CHECKING:
+    from .context import Context
+
+# Method calls that place their receiver on the accelerator the name says.
+ACCELERATOR_METHODS = {"cuda": "cuda", "mps": "mps", "xpu": "xpu"}
+# torch functions whose (first) argument is a device they select or default to.
+_DEVICE_SETTERS = {
+    "torch.cuda.set_device": "cuda",
+    "torch.set_default_device": None,
+    "torch.cuda.device": "cuda",
+}
+_LOADERS = frozenset({"torch.load", "torch.jit.load"})
+
+
+@dataclass(frozen=True)
+class Placement:
+    call: cst.Call
+    how: str  # "method" (.to/.cuda), "device-kwarg", "setter", "map_location"
+    # The expression naming the device, None for `.cuda()` without arguments.
+    target: Optional[cst.BaseExpression]
+    device: Optional[Device]  # what is known of that device; None if nothing
+
+    def hardcoded(self, device_type: str) -> bool:
+        return self.device is not None and self.device.hardcoded(device_type)
+
+
+def placement(ctx: "Context", call: cst.Call) -> Optional[Placement]:
+    func = call.func
+    qual = ctx.qualify(func)
+    if qual is not None:
+        if qual in _DEVICE_SETTERS:
+            arg = _first(call) or keyword(call, "device")
+            if arg is None:
+                return None
+            return Placement(call, "setter", arg, _device_or_index(ctx, arg, _DEVICE_SETTERS[qual]))
+        if qual in _LOADERS:
+            arg = keyword(call, "map_location")
+            if arg is None:
+                return None
+            return Placement(call, "map_location", arg, ctx.device_of(arg))
+        if qual.startswith("torch.") and qual != "torch.device":
+            arg = keyword(call, "device")
+            if arg is not None:
+                return Placement(call, "device-kwarg", arg, ctx.device_of(arg))
+        return None
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    receiver = func.value
+    if ctx.defines_own(receiver, method):
+        return None
+    if method in ACCELERATOR_METHODS:
+        arg = _first(call) or keyword(call, "device")
+        if arg is None:
+            return Placement(call, "method", None, Device(ACCELERATOR_METHODS[method], literal=True))
+        return Placement(call, "method", arg, _device_or_index(ctx, arg, ACCELERATOR_METHODS[method]))
+    if method == "to":
+        arg = keyword(call, "device") or _first(call)
+        if arg is None or ctx.is_dtype(arg) or ctx.is_tensor(arg):
+            return None
+        return Placement(call, "method", arg, ctx.device_of(arg))
+    if method.startswith("new_") or method in torchapi.TENSOR_RETURNING_METHODS:
+        arg = keyword(call, "device")
+        if arg is not None:
+            return Placement(call, "device-kwarg", arg, ctx.device_of(arg))
+    return None
+
+
+def _first(call: cst.Call) -> Optional[cst.BaseExpression]:
+    if call.args and call.args[0].keyword is None and not call.args[0].star:
+        return call.args[0].value
+    return None
+
+
+def _device_or_index(ctx: "Context", arg: cst.BaseExpression, implied: Optional[str]) -> Optional[Device]:
+    """`.cuda(1)` / `set_device(1)`: a bare integer is an ordinal of the implied type."""
+    if isinstance(arg, cst.Integer) and implied is not None:
+        return Device(implied, int(arg.value), literal=True)
+    device = ctx.device_of(arg)
+    if device is None and implied is not None:
+        # `.cuda(rank)`: the type is certain even if the index is not.
+        return Device(implied, literal=True)
+    return device

@@ -1,0 +1,137 @@
+"""What devlint knows about the PyTorch API: plain tables, asked by the rest of
+the semantic layer. Names are fully qualified (``torch.zeros``), as resolved by
+:mod:`devlint.semantics.names`."""
+
+from __future__ import annotations
+
+import re
+
+# Functions that create a tensor from nothing (or from data) and take `device=`.
+FACTORIES = frozenset(
+    f"torch.{n}"
+    for n in (
+        "zeros ones empty full rand randn randint randperm arange range linspace "
+        "logspace eye tensor as_tensor asarray from_numpy frombuffer empty_strided "
+        "complex polar tril_indices triu_indices bartlett_window blackman_window "
+        "hamming_window hann_window kaiser_window normal sparse_coo_tensor"
+    ).split()
+)
+
+# Factories that copy shape/device from another tensor: never a placement bug.
+LIKE_FACTORIES = frozenset(
+    f"torch.{n}" for n in "zeros_like ones_like empty_like full_like rand_like randn_like randint_like".split()
+)
+
+# Other torch functions whose result is a tensor (used to learn that a name is one).
+TENSOR_FUNCTIONS = FACTORIES | LIKE_FACTORIES | frozenset(
+    f"torch.{n}"
+    for n in (
+        "cat concat concatenate stack hstack vstack dstack matmul mm bmm einsum where "
+        "clamp clip exp log sqrt abs sum mean max min softmax log_softmax sigmoid tanh "
+        "relu flatten reshape squeeze unsqueeze transpose permute gather index_select "
+        "masked_fill cumsum cumprod outer cross norm sort argsort argmax argmin topk "
+        "multinomial bernoulli nonzero flip roll repeat_interleave tile diag triu tril "
+        "clone chunk_cat addmm baddbmm lerp pow mul add sub div floor ceil round sign "
+        "isnan isinf isfinite logical_and logical_or logical_not bucketize searchsorted"
+    ).split()
+) | frozenset(f"torch.nn.functional.{n}" for n in (
+    "relu gelu silu softmax log_softmax linear conv1d conv2d conv3d dropout layer_norm "
+    "normalize pad interpolate cross_entropy mse_loss l1_loss nll_loss embedding one_hot "
+    "scaled_dot_product_attention"
+).split())
+
+# Tensor methods that return a (new) tensor, so `t.<m>(...)` of a tensor is a tensor.
+TENSOR_RETURNING_METHODS = frozenset(
+    (
+        "to cuda cpu mps xpu half float double bfloat16 int long bool byte char short "
+        "type type_as contiguous clone detach view view_as reshape reshape_as flatten "
+        "squeeze unsqueeze permute transpose t expand expand_as repeat narrow select "
+        "index_select masked_fill sum mean max min abs exp log sqrt pow softmax "
+        "log_softmax sigmoid tanh relu matmul mm bmm mul add sub div float_power "
+        "unfold chunk_ split_ pin_memory requires_grad_ new_zeros new_ones new_empty "
+        "new_full new_tensor argmax argmin clamp clip"
+    ).split()
+)
+
+# Calls on a tensor that move it (or convert it) and return a *new* tensor.
+# As a bare statement these do nothing on a Tensor; nn.Module's versions are in-place.
+MOVE_METHODS = frozenset(
+    "to cuda cpu mps xpu half float double bfloat16 int long bool byte char short type".split()
+)
+
+# Module methods that return the module itself.
+MODULE_RETURNING_METHODS = frozenset(
+    "to cuda cpu mps xpu half float double bfloat16 type train eval requires_grad_ to_empty share_memory apply".split()
+)
+
+# Namespaces of torch whose capitalised callables build nn.Modules.
+MODULE_NAMESPACES = ("torch.nn.", "torch.nn.modules.", "torch.nn.parallel.")
+# ... except these, which are tensors or containers of them.
+NOT_MODULE_CONSTRUCTORS = frozenset(
+    "torch.nn.Parameter torch.nn.Buffer torch.nn.UninitializedParameter "
+    "torch.nn.UninitializedBuffer torch.nn.parameter.Parameter torch.nn.parameter.Buffer".split()
+)
+TENSOR_CONSTRUCTORS = NOT_MODULE_CONSTRUCTORS | frozenset({"torch.Tensor"})
+MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+
+
+def is_module_constructor(qual: str) -> bool:
+    """`torch.nn.Linear`, `torch.nn.parallel.DistributedDataParallel`: builds an nn.Module."""
+    if qual in NOT_MODULE_CONSTRUCTORS or qual in MODULE_BASES:
+        return qual in MODULE_BASES
+    for ns in MODULE_NAMESPACES:
+        if qual.startswith(ns):
+            rest = qual[len(ns):]
+            last = rest.rsplit(".", 1)[-1]
+            # `torch.nn.Linear` directly, or deeper only under nn.modules / nn.parallel.
+            if last[:1].isupper() and ("." not in rest or ns != "torch.nn."):
+                return True
+    return False
+
+DTYPE_NAMES = frozenset(
+    (
+        "float16 half float32 float float64 double bfloat16 complex32 complex64 cfloat "
+        "complex128 cdouble uint8 int8 int16 short int32 int int64 long bool "
+        "float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz uint16 uint32 uint64 "
+        "quint8 qint8 qint32 quint4x2"
+    ).split()
+)
+DTYPES = frozenset(f"torch.{n}" for n in DTYPE_NAMES)
+
+# Legacy typed-tensor constructors (`torch.FloatTensor`, `torch.cuda.HalfTensor`).
+LEGACY_TENSOR_TYPES = frozenset(
+    "FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor "
+    "ShortTensor IntTensor LongTensor BoolTensor".split()
+)
+
+# Calls that probe availability: a condition that calls one of these is a guard.
+AVAILABILITY_PROBES = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.cuda.device_count",
+        "torch.cuda.is_initialized",
+        "torch.backends.mps.is_available",
+        "torch.backends.mps.is_built",
+        "torch.mps.is_available",
+        "torch.xpu.is_available",
+        "torch.accelerator.is_available",
+        "torch.accelerator.current_accelerator",
+        "torch.accelerator.device_count",
+        "torch.cuda.is_bf16_supported",
+    }
+)
+
+# Device types torch accepts at the start of a device string.
+DEVICE_TYPES = frozenset(
+    "cpu cuda ipu xpu mkldnn opengl opencl ideep hip ve fpga maia xla lazy vulkan "
+    "mps meta hpu mtia privateuseone".split()
+)
+ACCELERATOR_TYPES = frozenset({"cuda", "mps", "xpu", "hip"})
+
+# A device string torch parses: type, optional ':index'.
+DEVICE_STRING = re.compile(r"^(?P<type>[a-z_]+)(?::(?P<index>\d+))?$")
+
+# Identifiers that, in a condition, almost always mean "is an accelerator here?"
+# (`if args.cuda:`, `if use_gpu:`, `if is_torch_cuda_available():`). Precision
+# first: a condition that mentions one is treated as a guard.
+GUARD_WORDS = re.compile(r"cuda|gpu|mps|xpu|accel|available|device|distributed|rank|world_size|half|fp16|amp|cudnn", re.I)

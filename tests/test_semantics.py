@@ -1,0 +1,62 @@
+"""The semantic layer answers the same whatever the import style."""
+
+from __future__ import annotations
+
+import pytest
+
+from devlint import registry
+from devlint.engine import lint_source
+
+ALL = registry.all_rules()
+
+
+def codes(src: str) -> list[tuple[int, str]]:
+    return [(d.start.row, d.code) for d in lint_source(src, "t.py", ALL).diagnostics]
+
+
+@pytest.mark.parametrize(
+    "header, dtype",
+    [
+        ("import torch as th", "th.float16"),
+        ("from torch import float16, randn", "float16"),
+        ("import torch", "torch.float16"),
+    ],
+)
+def test_dtype_resolves_through_aliases(header, dtype):
+    ctor = "randn" if "randn" in header else header.split()[-1] + ".randn"
+    src = f"{header}\nx = {ctor}(2)\nx = x.to({dtype}, 'cpu')\n"
+    assert codes(src) == [(3, "DEV201")]
+
+
+def test_from_torch_cuda_import_is_available_is_a_guard():
+    src = "import torch\nfrom torch.cuda import is_available\nif is_available():\n    torch.ones(1).cuda().sum()\n"
+    assert codes(src) == []
+
+
+def test_not_torch_means_not_a_dtype():
+    src = "import torch\nimport numpy as np\nx = torch.zeros(1)\nx = x.to(np.float16, 'cpu')\n"
+    assert codes(src) == []
+
+
+def test_files_without_torch_are_never_flagged():
+    assert codes("x.cuda()\ny.to('cuda')\n") == []
+
+
+def test_shadowed_local_module_class_is_a_module_not_a_tensor():
+    src = (
+        "import torch\nfrom torch import nn\n"
+        "class Net(nn.Module):\n    pass\n"
+        "net = Net()\nnet.to('cpu')\n"
+        "t = torch.ones(1)\nt.to('cpu')\n"
+    )
+    assert codes(src) == [(8, "DEV301")]
+
+
+def test_early_exit_after_the_statement_does_not_guard_it():
+    src = "import sys, torch\nx = torch.ones(1).cuda()\nif not torch.cuda.is_available():\n    sys.exit(0)\ny = torch.ones(1).cuda()\n"
+    assert codes(src) == [(2, "DEV101")]
+
+
+def test_noqa_silences_a_line():
+    src = "import torch\nx = torch.ones(1).cuda()  # noqa: DEV101\ny = torch.ones(1).cuda()  # noqa\nz = torch.ones(1).cuda()  # noqa: DEV2\n"
+    assert codes(src) == [(4, "DEV101")]
