@@ -60,3 +60,17 @@ def test_early_exit_after_the_statement_does_not_guard_it():
 def test_noqa_silences_a_line():
     src = "import torch\nx = torch.ones(1).cuda()  # noqa: DEV101\ny = torch.ones(1).cuda()  # noqa\nz = torch.ones(1).cuda()  # noqa: DEV2\n"
     assert codes(src) == [(4, "DEV101")]
+
+
+def test_device_chosen_under_a_guard_is_not_hardcoded():
+    src = (
+        "import torch\ndevice = 'cpu'\nif torch.cuda.is_available():\n    device = 'cuda'\n"
+        "x = torch.ones(1).to(device)\n"
+        "dev = torch.device('cuda')\ny = torch.ones(1).to(dev)\n"
+    )
+    assert codes(src) == [(7, "DEV101")]
+
+
+def test_cuda_with_a_device_the_caller_supplies_is_not_hardcoded():
+    src = "import torch\ndef move(m, device):\n    return m.cuda(device)\nclass Q:\n    pass\nq = Q()\nq.quantizer.cuda(torch.ones(1), meta={})\n"
+    assert codes(src) == []

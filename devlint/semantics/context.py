@@ -4,11 +4,12 @@ every node, before and after the rules see it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Optional
 
 import libcst as cst
 
-from . import guards, torchapi
+from . import classes, events, guards, residence, torchapi
 from .names import ImportTable, dotted
 from .scopes import ClassInfo, Scope
 from .values import MODULE, TENSOR, UNKNOWN, Device, Kind, Value, parse_device_string
@@ -27,7 +28,9 @@ class Context:
         self.scopes: list[Scope] = []
         self.classes: dict[str, ClassInfo] = {}  # local classes by name
         self.early_exit_blocks: set[int] = set()  # ids of blocks after an early exit
+        self.count_exit_blocks: set[int] = set()  # ... after one that checks the GPU count
         self.true_default_options: set[str] = set()  # argparse dests defaulting to True
+        self.events = events.EventLog()  # moves and optimizers, in statement order per scope
         self._enter: dict[type, Callable[[cst.CSTNode], None]] = {
             cst.Module: self._enter_module,
             cst.Import: self.imports.add_import,
@@ -44,6 +47,7 @@ class Context:
             cst.If: self._leave_guardable,
             cst.Assert: self._leave_guardable,
             cst.For: self._leave_for,
+            cst.Expr: self._leave_expr,
         }
 
     # -- walk bookkeeping -------------------------------------------------
@@ -69,7 +73,7 @@ class Context:
             local = self.classes.get(base)
             if base in torchapi.MODULE_BASES or torchapi.is_module_constructor(base) or (
                 local is not None and local.is_module
-            ):
+            ) or (local is None and classes.is_module_base(base)):
                 info.is_module = True
             if base in _DATASET_BASES or (local is not None and local.is_dataset):
                 info.is_dataset = True
@@ -100,6 +104,7 @@ class Context:
         self.scopes.pop()
 
     def _enter_call(self, node: cst.Call) -> None:
+        self.events.record_call(self, node)
         # argparse: `add_argument('--cuda', default=True)` / `action='store_false'`.
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "add_argument":
             return
@@ -115,8 +120,13 @@ class Context:
 
     def _leave_assign(self, node: cst.Assign) -> None:
         value = self.value_of(node.value)
-        if value.kind is Kind.UNKNOWN and guards.mentions_availability(self, node.value, loose=False):
+        if value.kind is Kind.UNKNOWN and guards.mentions_device_count(self, node.value, loose=False):
+            value = Value(Kind.DEVICE_COUNT)  # `n_gpu = max(torch.cuda.device_count(), 1)`
+        elif value.kind is Kind.UNKNOWN and guards.mentions_availability(self, node.value, loose=False):
             value = Value(Kind.AVAILABILITY)
+        elif value.device is not None and value.device.literal and self.is_guarded():
+            # `if torch.cuda.is_available(): device = "cuda"`: chosen by a guard.
+            value = replace(value, device=replace(value.device, guarded=True))
         for target in node.targets:
             self._bind_target(target.target, value)
         self._leave_guardable(node)
@@ -130,11 +140,21 @@ class Context:
     def _leave_for(self, node: cst.For) -> None:
         self._bind_target(node.target, UNKNOWN)
 
+    def _leave_expr(self, node: cst.Expr) -> None:
+        # `model.to(device)` / `self.net.cuda()` as a statement: nn.Module moves in place.
+        call = node.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+            receiver = call.func.value
+            if call.func.attr.value in torchapi.MODULE_RETURNING_METHODS and self.value_of(receiver).is_module:
+                if isinstance(receiver, cst.Name) or (isinstance(receiver, cst.Attribute) and _is_self(receiver.value)):
+                    self._bind_target(receiver, self.value_of(call))
+
     def _leave_guardable(self, node: cst.CSTNode) -> None:
-        if guards.is_early_exit(self, node):
-            block = self._enclosing_block()
-            if block is not None:
-                self.early_exit_blocks.add(id(block))
+        for kind, blocks in ((guards.AVAILABILITY, self.early_exit_blocks), (guards.DEVICE_COUNT, self.count_exit_blocks)):
+            if guards.is_early_exit(self, node, kind):
+                block = self._enclosing_block()
+                if block is not None:
+                    blocks.add(id(block))
 
     def _enclosing_block(self) -> Optional[cst.CSTNode]:
         for node in reversed(self.stack[:-1]):
@@ -153,6 +173,8 @@ class Context:
             if cls is not None:
                 old = cls.attrs.get(target.attr.value)
                 # Two different kinds for one attribute: we no longer know.
+                if old is not None and old.kind is value.kind and old.cls != value.cls:
+                    value = Value(value.kind, cls=None)  # same kind, different classes
                 cls.attrs[target.attr.value] = value if old is None or old.kind is value.kind else UNKNOWN
 
     # -- questions rules ask ---------------------------------------------
@@ -219,7 +241,7 @@ class Context:
         if isinstance(expr, cst.BinaryOperation):
             left, right = self.value_of(expr.left), self.value_of(expr.right)
             if Kind.MODULE not in (left.kind, right.kind) and (left.is_tensor or right.is_tensor):
-                return Value(Kind.TENSOR, left.device if left.is_tensor else right.device)
+                return Value(Kind.TENSOR, residence.combined_device(left, right))
             return UNKNOWN
         if isinstance(expr, cst.UnaryOperation):
             inner = self.value_of(expr.expression)
@@ -256,22 +278,29 @@ class Context:
             cls = self.classes.get(name) if name else None
         return cls is not None and member in cls.members
 
-    def unguarded(self) -> Callable[[], bool]:
+    def unguarded(self, kind: Optional["guards.GuardKind"] = None) -> Callable[[], bool]:
         """A `condition` for `Rule.report`: true when, once the whole file is
-        known, the current node is reached without an accelerator guard."""
+        known, the current node is reached without an accelerator guard
+        (`kind=guards.DEVICE_COUNT`: without a check of the GPU count)."""
+        kind = kind or guards.AVAILABILITY
+        exits = self.count_exit_blocks if kind is guards.DEVICE_COUNT else self.early_exit_blocks
         stack, scopes = list(self.stack), list(self.scopes)
-        if any(id(n) in self.early_exit_blocks for n in stack):
+        if any(id(n) in exits for n in stack):
             return lambda: False
 
         def check() -> bool:
             # Judge in the scopes of the reported node (its parameters, its locals).
             saved, self.scopes = self.scopes, scopes
             try:
-                return not guards.is_guarded(self, stack, frozenset())
+                return not guards.is_guarded(self, stack, frozenset(), kind)
             finally:
                 self.scopes = saved
 
         return check
+
+    def annotation_value(self, annotation: Optional[cst.Annotation]) -> Value:
+        """What a name annotated this way holds (`x: torch.Tensor`, `d: torch.device`)."""
+        return self._annotation_value(annotation)
 
     def is_dtype(self, expr: cst.BaseExpression) -> bool:
         return self.qualify(expr) in torchapi.DTYPES or self.value_of(expr).kind is Kind.DTYPE
@@ -305,7 +334,7 @@ class Context:
                 return cls.attrs[attr]
             return UNKNOWN
         if attr == "device" and self.value_of(expr.value).is_tensor:
-            return Value(Kind.DEVICE, Device())
+            return Value(Kind.DEVICE, Device(of_tensor=True))
         if attr in ("T", "mT", "H", "data", "grad", "real", "imag") and self.value_of(expr.value).is_tensor:
             return TENSOR
         return UNKNOWN
@@ -318,11 +347,17 @@ class Context:
                 return Value(Kind.DEVICE, self._torch_device(call))
             if qual in torchapi.TENSOR_FUNCTIONS or qual in torchapi.TENSOR_CONSTRUCTORS:
                 kw = keyword(call, "device")
+                if kw is None and qual in torchapi.FACTORIES and residence.makes_on_default_device(call, qual):
+                    return Value(Kind.TENSOR, residence.HOST_DEFAULT)
                 return Value(Kind.TENSOR, self.device_of(kw) if kw is not None else None)
+            if qual == "torch.Generator":
+                return Value(Kind.GENERATOR, self._generator_device(call))
             if torchapi.is_module_constructor(qual):
-                return MODULE
+                return Value(Kind.MODULE, cls=qual)
             if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[-1][:1].isupper():
                 return Value(Kind.OPTIMIZER)
+            if qual in torchapi.DEVICE_COUNT_PROBES:
+                return Value(Kind.DEVICE_COUNT)
             if qual in torchapi.AVAILABILITY_PROBES:
                 return Value(Kind.AVAILABILITY)
             return UNKNOWN
@@ -337,9 +372,12 @@ class Context:
             if receiver.is_tensor and method in torchapi.TENSOR_RETURNING_METHODS:
                 return Value(Kind.TENSOR, self._moved_device(call, method, receiver.device))
             if receiver.is_module and method in torchapi.MODULE_RETURNING_METHODS:
-                return Value(Kind.MODULE, self._moved_device(call, method, receiver.device))
-        if self.value_of(func).is_module:
-            return Value(Kind.MODULE_OUTPUT)
+                return Value(Kind.MODULE, self._moved_device(call, method, receiver.device), receiver.cls)
+            if receiver.kind is Kind.GENERATOR and method == "manual_seed":
+                return receiver
+        callee = self.value_of(func)
+        if callee.is_module:
+            return Value(Kind.MODULE_OUTPUT, callee.device)  # it lives where the module does
         return UNKNOWN
 
     def _moved_device(self, call: cst.Call, method: str, before: Optional[Device]) -> Optional[Device]:
@@ -357,8 +395,19 @@ class Context:
                 if self.value_of(target).is_tensor:
                     return self.value_of(target).device
                 if not self.is_dtype(target):
-                    return Device()  # moved somewhere we cannot name
+                    # A device we cannot name; or, for what may as well be a dtype, unknown.
+                    return Device() if residence.looks_like_device(target) else None
         return before
+
+    def _generator_device(self, call: cst.Call) -> Optional[Device]:
+        """`torch.Generator()` draws on the CPU; `torch.Generator(device=d)` on d."""
+        arg = keyword(call, "device") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+        if arg is None:
+            return Device("cpu")
+        device = self.device_of(arg)
+        if device is not None:
+            return device
+        return Device() if residence.looks_like_device(arg) else None
 
     def _torch_device(self, call: cst.Call) -> Device:
         """`torch.device('cuda')`, `torch.device('cuda', 1)`, `torch.device(type='cuda', index=1)`."""
@@ -378,8 +427,8 @@ class Context:
         body, orelse = self.value_of(expr.body), self.value_of(expr.orelse)
         if body.kind in (Kind.DEVICE, Kind.DEVICE_STRING) or orelse.kind in (Kind.DEVICE, Kind.DEVICE_STRING):
             guarded = guards.mentions_availability(self, expr.test)
-            kinds = {body.kind, orelse.kind} - {Kind.UNKNOWN}
-            kind = Kind.DEVICE if Kind.DEVICE in kinds else Kind.DEVICE_STRING
+            # A torch.device only when both branches are; otherwise it may be a str.
+            kind = Kind.DEVICE if body.kind is orelse.kind is Kind.DEVICE else Kind.DEVICE_STRING
             types = {v.device.type for v in (body, orelse) if v.device is not None}
             dtype = types.pop() if len(types) == 1 and body.kind is orelse.kind else None
             return Value(kind, Device(dtype, literal=not guarded and dtype is not None, guarded=guarded))

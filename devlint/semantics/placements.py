@@ -28,6 +28,9 @@ _DEVICE_SETTERS = {
     "torch.cuda.device": "cuda",
 }
 _LOADERS = frozenset({"torch.load", "torch.jit.load"})
+LOADERS = _LOADERS  # calls that take a `map_location`
+# Tensor.cuda / Module.cuda take only these: anything else is another library's method.
+_ACCELERATOR_METHOD_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})
 
 
 @dataclass(frozen=True)
@@ -68,9 +71,13 @@ def placement(ctx: "Context", call: cst.Call) -> Optional[Placement]:
     if ctx.defines_own(receiver, method):
         return None
     if method in ACCELERATOR_METHODS:
+        if not _matches_signature(call, _ACCELERATOR_METHOD_KEYWORDS, max_positional=2):
+            return None  # another library's `.cuda(tensor, meta=...)`
         arg = _first(call) or keyword(call, "device")
         if arg is None:
             return Placement(call, "method", None, Device(ACCELERATOR_METHODS[method], literal=True))
+        if ctx.is_tensor(arg):
+            return None
         return Placement(call, "method", arg, _device_or_index(ctx, arg, ACCELERATOR_METHODS[method]))
     if method == "to":
         arg = keyword(call, "device") or _first(call)
@@ -90,12 +97,25 @@ def _first(call: cst.Call) -> Optional[cst.BaseExpression]:
     return None
 
 
+def _matches_signature(call: cst.Call, keywords: frozenset[str], max_positional: int) -> bool:
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return False
+        if arg.keyword is None:
+            positional += 1
+        elif arg.keyword.value not in keywords:
+            return False
+    return positional <= max_positional
+
+
 def _device_or_index(ctx: "Context", arg: cst.BaseExpression, implied: Optional[str]) -> Optional[Device]:
-    """`.cuda(1)` / `set_device(1)`: a bare integer is an ordinal of the implied type."""
+    """`.cuda(1)` / `set_device(1)`: a bare integer is an ordinal of the implied type.
+    `.cuda(rank)` with a value the caller supplies places on that type too, but the
+    choice was made elsewhere (possibly under a guard): not hardcoded."""
     if isinstance(arg, cst.Integer) and implied is not None:
         return Device(implied, int(arg.value), literal=True)
     device = ctx.device_of(arg)
     if device is None and implied is not None:
-        # `.cuda(rank)`: the type is certain even if the index is not.
-        return Device(implied, literal=True)
+        return Device(implied)
     return device
