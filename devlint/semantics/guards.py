@@ -12,7 +12,9 @@ catalogue names: a flag whose default is True (`use_gpu=True`, an argparse
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, AbstractSet, Iterator
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator
 
 import libcst as cst
 
@@ -59,7 +61,7 @@ def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True)
             return True
         if isinstance(ident, cst.Name):
             value = ctx.lookup(ident.value)
-            if value is not None and value.kind is Kind.AVAILABILITY:
+            if value is not None and value.kind in (Kind.AVAILABILITY, Kind.DEVICE_COUNT):
                 return True
             word = ident.value
         else:
@@ -67,6 +69,43 @@ def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True)
         if loose and torchapi.GUARD_WORDS.search(word) and not _true_default_flag(ctx, ident):
             return True
     return False
+
+
+def mentions_device_count(ctx: "Context", expr: cst.CSTNode, loose: bool = True) -> bool:
+    """Does this condition depend on how many GPUs there are?
+
+    `torch.cuda.device_count()`, a name assigned from it, and (`loose`) names
+    that mean it: `n_gpu`, `world_size`, `require_torch_multi_gpu`, `min_cuda_gpus`."""
+    for ident in _identifiers(expr):
+        if ctx.imports.qualify(ident) in torchapi.DEVICE_COUNT_PROBES:
+            return True
+        if isinstance(ident, cst.Name):
+            value = ctx.lookup(ident.value)
+            if value is not None and value.kind is Kind.DEVICE_COUNT:
+                return True
+            word = ident.value
+        else:
+            word = ident.attr.value
+        if loose and torchapi.COUNT_WORDS.search(word):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class GuardKind:
+    """What a guard must check: `mentions` a condition's dependence on it,
+    `words` in a function's or class' name that imply it, and whether any
+    skip/require decorator counts (a test that may be skipped)."""
+
+    mentions: Callable[["Context", cst.CSTNode], bool]
+    words: "re.Pattern[str]"
+    any_skip: bool
+
+
+# Code reached only where an accelerator is: the guard of `.cuda()`.
+AVAILABILITY = GuardKind(mentions_availability, torchapi.GUARD_WORDS, True)
+# Code reached only where enough GPUs are: the guard of `'cuda:1'`.
+DEVICE_COUNT = GuardKind(mentions_device_count, torchapi.COUNT_WORDS, False)
 
 
 def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
@@ -97,24 +136,24 @@ def exits(body: cst.BaseSuite) -> bool:
     return False
 
 
-def is_early_exit(ctx: "Context", node: cst.CSTNode) -> bool:
+def is_early_exit(ctx: "Context", node: cst.CSTNode, kind: GuardKind = AVAILABILITY) -> bool:
     """`if not torch.cuda.is_available(): return` / `assert torch.cuda.is_available()`:
     everything after it in the same block runs only with an accelerator."""
     if isinstance(node, cst.If):
-        return node.orelse is None and exits(node.body) and mentions_availability(ctx, node.test)
+        return node.orelse is None and exits(node.body) and kind.mentions(ctx, node.test)
     if isinstance(node, cst.Assert):
-        return mentions_availability(ctx, node.test)
+        return kind.mentions(ctx, node.test)
     if isinstance(node, cst.Assign):
         # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`
         return any(
             isinstance(t.target, cst.Name) and t.target.value == "pytestmark" for t in node.targets
-        ) and mentions_availability(ctx, node.value)
+        ) and kind.mentions(ctx, node.value)
     return False
 
 
-def _decorated_for_accelerator(ctx: "Context", node: cst.CSTNode) -> bool:
+def _decorated_for(ctx: "Context", node: cst.CSTNode, kind: GuardKind) -> bool:
     decorators = getattr(node, "decorators", ())
-    return any(mentions_availability(ctx, d.decorator) or _is_skip(d.decorator) for d in decorators)
+    return any(kind.mentions(ctx, d.decorator) or (kind.any_skip and _is_skip(d.decorator)) for d in decorators)
 
 
 def _is_skip(expr: cst.BaseExpression) -> bool:
@@ -135,29 +174,31 @@ def _catches_failure(node: cst.Try) -> bool:
     return False
 
 
-def is_guarded(ctx: "Context", chain: list[cst.CSTNode], early_exit_blocks: AbstractSet[int]) -> bool:
+def is_guarded(
+    ctx: "Context", chain: list[cst.CSTNode], early_exit_blocks: AbstractSet[int], kind: GuardKind = AVAILABILITY
+) -> bool:
     """Is the node at the top of `chain` (its ancestors, outermost first)
-    reached only when an accelerator is present? `early_exit_blocks` are the
-    blocks already known to follow an early exit."""
+    reached only when an accelerator is present (or, with `kind`, enough GPUs)?
+    `early_exit_blocks` are the blocks already known to follow an early exit."""
     for i in range(len(chain) - 1, -1, -1):
         node = chain[i]
         child = chain[i + 1] if i + 1 < len(chain) else None
         if id(node) in early_exit_blocks:
             return True
         if isinstance(node, (cst.If, cst.While)):
-            if mentions_availability(ctx, node.test):
+            if kind.mentions(ctx, node.test):
                 return True
         elif isinstance(node, cst.IfExp):
-            if child is not node.test and mentions_availability(ctx, node.test):
+            if child is not node.test and kind.mentions(ctx, node.test):
                 return True
         elif isinstance(node, cst.BooleanOperation):
-            if child is node.right and mentions_availability(ctx, node.left):
+            if child is node.right and kind.mentions(ctx, node.left):
                 return True
         elif isinstance(node, cst.Try):
             if child is node.body and _catches_failure(node):
                 return True
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            if torchapi.GUARD_WORDS.search(node.name.value) or _decorated_for_accelerator(ctx, node):
+            if kind.words.search(node.name.value) or _decorated_for(ctx, node, kind):
                 return True
         elif isinstance(node, cst.Lambda):
             # A lambda runs where it is called; it is usually handed to a guarded caller.

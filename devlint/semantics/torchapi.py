@@ -135,3 +135,57 @@ DEVICE_STRING = re.compile(r"^(?P<type>[a-z_]+)(?::(?P<index>\d+))?$")
 # (`if args.cuda:`, `if use_gpu:`, `if is_torch_cuda_available():`). Precision
 # first: a condition that mentions one is treated as a guard.
 GUARD_WORDS = re.compile(r"cuda|gpu|mps|xpu|accel|available|device|distributed|rank|world_size|half|fp16|amp|cudnn", re.I)
+
+# Probes of how many accelerators there are. A condition comparing with one of
+# these checks a device ordinal (`if torch.cuda.device_count() > 1:`).
+DEVICE_COUNT_PROBES = frozenset(
+    {"torch.cuda.device_count", "torch.accelerator.device_count", "torch.xpu.device_count", "torch.mps.device_count"}
+)
+# Identifiers that, in a condition or a decorator, almost always mean "are there
+# enough GPUs?" (`if n_gpu > 1:`, `@require_torch_multi_gpu`, `RunIf(min_cuda_gpus=2)`).
+# A rank/world size also ties an ordinal to the processes actually launched.
+COUNT_WORDS = re.compile(
+    r"device_count|n_?gpus?\b|num_?gpus|gpus?_?count|ngpus?|multi_?gpu|multi_?accelerator|min_\w*gpus"
+    r"|num_devices|n_devices|world_size|rank",
+    re.I,
+)
+
+# Boolean probes that are easy to leave uncalled (`if torch.cuda.is_available:`):
+# a function object is always true.
+UNCALLED_PROBES = AVAILABILITY_PROBES | frozenset(
+    {"torch.backends.cudnn.is_available", "torch.backends.cuda.is_built", "torch.xpu.is_bf16_supported"}
+)
+
+# Deprecated build-time flags (true on a CUDA build without a GPU) and what to ask instead.
+DEPRECATED_DEVICE_FLAGS = {
+    "torch.has_cuda": "torch.cuda.is_available()",
+    "torch.has_mps": "torch.backends.mps.is_available()",
+    "torch.has_cudnn": "torch.backends.cudnn.is_available()",
+}
+
+# The legacy CUDA typed-tensor classes: `torch.cuda.FloatTensor`, ...
+LEGACY_CUDA_TENSOR_TYPES = frozenset(f"torch.cuda.{n}" for n in LEGACY_TENSOR_TYPES)
+
+# Mixed precision. The CUDA-only spellings are deprecated aliases of the
+# device-generic classes with device "cuda" (same defaults, keyword arguments).
+DEPRECATED_CUDA_AMP = {
+    "torch.cuda.amp.autocast": "amp.autocast",
+    "torch.cuda.amp.autocast_mode.autocast": "amp.autocast",
+    "torch.cuda.amp.GradScaler": "amp.GradScaler",
+    "torch.cuda.amp.grad_scaler.GradScaler": "amp.GradScaler",
+}
+# Device-generic AMP entry points and the keyword naming their device.
+AMP_DEVICE_KEYWORD = {
+    "torch.autocast": "device_type",
+    "torch.amp.autocast": "device_type",
+    "torch.amp.autocast_mode.autocast": "device_type",
+    "torch.amp.GradScaler": "device",
+    "torch.amp.grad_scaler.GradScaler": "device",
+}
+
+# Wrappers that spread a module over GPUs by index (`device_ids=[0, 1]`).
+DATA_PARALLEL = frozenset(
+    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+     "torch.nn.parallel.data_parallel", "torch.nn.parallel.DistributedDataParallel",
+     "torch.nn.parallel.distributed.DistributedDataParallel"}
+)

@@ -17,6 +17,7 @@ class Kind(Enum):
     DEVICE = "device"  # a torch.device object
     DEVICE_STRING = "device-string"  # a str that names a device ('cuda:0')
     AVAILABILITY = "availability"  # a bool computed from an availability probe
+    DEVICE_COUNT = "device-count"  # an int from torch.cuda.device_count() (also a probe)
     DTYPE = "dtype"
     OPTIMIZER = "optimizer"
     MODULE_OUTPUT = "module-output"  # what calling a Module returned: tensors, usually
