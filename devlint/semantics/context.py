@@ -243,6 +243,13 @@ class Context:
             if Kind.MODULE not in (left.kind, right.kind) and (left.is_tensor or right.is_tensor):
                 return Value(Kind.TENSOR, residence.combined_device(left, right))
             return UNKNOWN
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+            # `t > 0.5`, `a == b`: elementwise on tensors (`is`/`in` give a bool).
+            op = expr.comparisons[0].operator
+            left, right = self.value_of(expr.left), self.value_of(expr.comparisons[0].comparator)
+            if not isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) and (left.is_tensor or right.is_tensor):
+                return Value(Kind.TENSOR, residence.combined_device(left, right))
+            return UNKNOWN
         if isinstance(expr, cst.UnaryOperation):
             inner = self.value_of(expr.expression)
             return inner if inner.is_tensor else UNKNOWN
@@ -365,7 +372,6 @@ class Context:
             cls = self.classes.get(func.value)
             if cls is not None and self.lookup(func.value) is None:
                 return Value(Kind.MODULE if cls.is_module else Kind.OBJECT, cls=cls.name)
-            return UNKNOWN
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = self.value_of(func.value)

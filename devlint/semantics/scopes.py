@@ -20,6 +20,8 @@ class ClassInfo:
     # `self.<attr>` assignments seen in the class' methods, and the method names it defines.
     attrs: dict[str, Value] = field(default_factory=dict)
     members: set[str] = field(default_factory=set)
+    # Facts derived from the class' body on demand, cached (see semantics/classes.py).
+    facts: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass

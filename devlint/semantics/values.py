@@ -21,6 +21,7 @@ class Kind(Enum):
     DTYPE = "dtype"
     OPTIMIZER = "optimizer"
     MODULE_OUTPUT = "module-output"  # what calling a Module returned: tensors, usually
+    GENERATOR = "generator"  # a torch.Generator (Value.device: the device it draws on)
     OBJECT = "object"  # an instance of a local class that is no Module (see Value.cls)
 
 

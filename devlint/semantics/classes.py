@@ -1,0 +1,264 @@
+"""Class and method context: is this class an `nn.Module`, which method is the
+walk in (`__init__`, `forward`, a helper `forward` calls), and what does the
+class do with each `self.<attr>` (assign, read, move, register, wrap)?
+
+`ClassInfo.is_module` (context.py) already follows torch aliases and local
+base classes; `is_module_base` adds the well-known third-party bases
+(`PreTrainedModel`, `ModelMixin`, `LightningModule`). The facts about a
+class' attributes are computed once per class, on first question, from the
+class' complete syntax tree (the walk has it as soon as it enters the class).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator, Optional
+
+import libcst as cst
+
+from .names import dotted
+from .scopes import ClassInfo
+from .tree import children
+
+if TYPE_CHECKING:
+    from .context import Context
+
+# Bases from outside torch that are nn.Modules (matched on the last dotted
+# component, since projects import them through relative imports too).
+_THIRD_PARTY_MODULE_BASES = frozenset(
+    {"PreTrainedModel", "ModelMixin", "LightningModule", "TorchModelMixin"}
+)
+
+# Methods that make `self.x` a registered tensor or submodule under a name.
+REGISTERING_METHODS = frozenset({"register_buffer", "register_parameter", "add_module", "register_module"})
+# Calls that turn a tensor argument into a registered one.
+_REGISTERING_CONSTRUCTORS = ("Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer")
+# Methods that, overridden, change how `model.to(...)` moves the class' state.
+_CUSTOM_MOVE_METHODS = frozenset({"_apply", "to", "cuda", "cpu", "to_empty"})
+# Reads of an attribute that only look at its metadata or copy it to Python.
+_METADATA_ATTRS = frozenset(
+    "shape dtype ndim device size numel dim tolist item cpu numpy is_cuda requires_grad __len__ clone".split()
+)
+_MOVING_ATTRS = frozenset({"to", "cuda", "type_as", "xpu", "mps"})
+
+
+def is_module_base(qual_or_name: str) -> bool:
+    """A base class from outside torch known to be an nn.Module."""
+    return qual_or_name.rsplit(".", 1)[-1] in _THIRD_PARTY_MODULE_BASES
+
+
+# -- which method the walk is in ----------------------------------------------
+
+
+def enclosing_method(ctx: "Context") -> Optional[tuple[ClassInfo, cst.FunctionDef]]:
+    """The method (a function defined directly in a class) around the current
+    node, through nested functions and lambdas, with its class."""
+    for scope in reversed(ctx.scopes):
+        if scope.kind == "function" and scope.cls is not None:
+            return scope.cls, scope.node  # type: ignore[return-value]
+        if scope.kind == "class":
+            return None
+    return None
+
+
+def in_module_method(ctx: "Context", *names: str) -> Optional[ClassInfo]:
+    """The nn.Module class when the walk is directly in one of its methods named `names`."""
+    scope = ctx.scopes[-1] if ctx.scopes else None
+    if scope is None or scope.kind != "function" or scope.cls is None or not scope.cls.is_module:
+        return None
+    node = scope.node
+    if isinstance(node, cst.FunctionDef) and node.name.value in names:
+        return scope.cls
+    return None
+
+
+def in_init(ctx: "Context") -> Optional[ClassInfo]:
+    """The nn.Module class whose `__init__` the walk is directly in."""
+    return in_module_method(ctx, "__init__")
+
+
+def in_forward(ctx: "Context") -> Optional[tuple[ClassInfo, cst.FunctionDef]]:
+    """(class, method) when the walk is in an nn.Module's `forward` or a helper
+    that `forward` calls (`self.helper(...)`, transitively)."""
+    found = enclosing_method(ctx)
+    if found is None or not found[0].is_module:
+        return None
+    info, method = found
+    return (info, method) if method.name.value in forward_methods(info) else None
+
+
+def methods(info: ClassInfo) -> dict[str, cst.FunctionDef]:
+    cached = info.facts.get("methods")
+    if cached is None:
+        cached = {
+            stmt.name.value: stmt for stmt in info.node.body.body if isinstance(stmt, cst.FunctionDef)
+        }
+        info.facts["methods"] = cached
+    return cached  # type: ignore[return-value]
+
+
+def forward_methods(info: ClassInfo) -> frozenset[str]:
+    """`forward` and the methods it reaches through `self.<method>(...)` calls."""
+    cached = info.facts.get("forward_methods")
+    if cached is None:
+        table = methods(info)
+        reached: set[str] = set()
+        todo = ["forward"] if "forward" in table else []
+        while todo:
+            name = todo.pop()
+            if name in reached:
+                continue
+            reached.add(name)
+            for node in _walk(table[name]):
+                if (
+                    isinstance(node, cst.Call)
+                    and isinstance(node.func, cst.Attribute)
+                    and _is_self(node.func.value)
+                    and node.func.attr.value in table
+                ):
+                    todo.append(node.func.attr.value)
+        cached = frozenset(reached)
+        info.facts["forward_methods"] = cached
+    return cached  # type: ignore[return-value]
+
+
+# -- what the class does with its attributes -------------------------------------
+
+
+@dataclass
+class AttributeFacts:
+    """Everything a class' methods do with one `self.<attr>`."""
+
+    assigned_in: list[tuple[str, cst.BaseExpression]] = field(default_factory=list)  # (method, value)
+    read_in: set[str] = field(default_factory=set)  # methods that read it, beyond metadata
+    moved: bool = False  # `self.x.to(...)`, `.cuda()`, `.type_as(...)`
+    passed: bool = False  # given as an argument to a call (`nn.ModuleList(self.x)`, `f(*self.x)`)
+    registered: bool = False  # named in register_buffer / add_module / setattr, or made a Parameter
+
+
+@dataclass
+class ClassAttributes:
+    attrs: dict[str, AttributeFacts]
+    custom_move: bool  # overrides `_apply` / `to` / `cuda`
+    dynamic_registration: bool  # registers under computed names (`setattr(self, name, m)`)
+
+    def get(self, attr: str) -> AttributeFacts:
+        return self.attrs.get(attr) or AttributeFacts()
+
+
+def attributes(info: ClassInfo) -> ClassAttributes:
+    cached = info.facts.get("attributes")
+    if cached is None:
+        cached = _scan_attributes(info)
+        info.facts["attributes"] = cached
+    return cached  # type: ignore[return-value]
+
+
+def _scan_attributes(info: ClassInfo) -> ClassAttributes:
+    attrs: dict[str, AttributeFacts] = {}
+    dynamic = False
+
+    def facts(name: str) -> AttributeFacts:
+        return attrs.setdefault(name, AttributeFacts())
+
+    table = methods(info)
+    for method_name, method in table.items():
+        stores: set[int] = set()
+        for node in _walk(method):
+            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for target in targets:
+                    for attr_node in _self_attribute_targets(target):
+                        stores.add(id(attr_node))
+                        value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
+                        if isinstance(node, cst.Assign) and isinstance(target, cst.Attribute):
+                            facts(attr_node.attr.value).assigned_in.append((method_name, value))
+                        else:  # unpacking or augmented: some value we do not follow
+                            facts(attr_node.attr.value).assigned_in.append((method_name, None))
+            elif isinstance(node, cst.Call):
+                name = _called_name(node)
+                if name in REGISTERING_METHODS or name == "setattr":
+                    key = node.args[1 if name == "setattr" else 0].value if len(node.args) > (name == "setattr") else None
+                    text = _string(key) if key is not None else None
+                    if text is not None:
+                        facts(text).registered = True
+                    else:
+                        dynamic = True
+                if name is not None and name.rsplit(".", 1)[-1] in _REGISTERING_CONSTRUCTORS:
+                    for arg in node.args:
+                        for attr_node in _self_attributes_in(arg.value):
+                            facts(attr_node.attr.value).registered = True
+                for arg in node.args:
+                    if _is_self_attribute(arg.value):
+                        facts(arg.value.attr.value).passed = True  # type: ignore[union-attr]
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _MOVING_ATTRS and _is_self_attribute(func.value):
+                    facts(func.value.attr.value).moved = True  # type: ignore[union-attr]
+        for node, parent in _walk_with_parent(method):
+            if _is_self_attribute(node) and id(node) not in stores:
+                if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _METADATA_ATTRS:
+                    continue
+                if isinstance(parent, cst.Arg):
+                    continue  # counted as `passed`
+                facts(node.attr.value).read_in.add(method_name)  # type: ignore[union-attr]
+    custom = bool(_CUSTOM_MOVE_METHODS & set(table))
+    return ClassAttributes(attrs, custom, dynamic)
+
+
+# -- small syntax helpers ------------------------------------------------------------
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))
+
+
+def _walk_with_parent(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Optional[cst.CSTNode]]]:
+    stack: list[tuple[cst.CSTNode, Optional[cst.CSTNode]]] = [(node, None)]
+    while stack:
+        n, parent = stack.pop()
+        yield n, parent
+        stack.extend((c, n) for c in reversed(children(n)))
+
+
+def _is_self(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "self"
+
+
+def _is_self_attribute(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Attribute) and _is_self(expr.value)
+
+
+def _self_attribute_targets(target: cst.BaseExpression) -> Iterator[cst.Attribute]:
+    if _is_self_attribute(target):
+        yield target  # type: ignore[misc]
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _self_attribute_targets(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _self_attribute_targets(target.value)
+
+
+def _self_attributes_in(expr: cst.CSTNode) -> Iterator[cst.Attribute]:
+    for node in _walk(expr):
+        if _is_self_attribute(node):  # type: ignore[arg-type]
+            yield node  # type: ignore[misc]
+
+
+def _called_name(call: cst.Call) -> Optional[str]:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value if _is_self(func.value) else dotted(func)
+    if isinstance(func, cst.Name):
+        return func.value
+    return None
+
+
+def _string(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None

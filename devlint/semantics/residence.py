@@ -1,0 +1,237 @@
+"""Where a value's data lives: on the host by default, on an accelerator, or
+somewhere we cannot tell.
+
+The answers build on `Value.device` (context.py): a factory called without
+`device=` leaves its tensor on the host by default (`HOST_DEFAULT`), `.cuda()`
+and `.to(<device>)` move it, and what a module returns lives where the module
+was moved. On top of that, this module answers the questions placement rules
+ask:
+
+- `may_be_accelerator(device)`: can this device be an accelerator at run time
+  (a literal `'cuda'`, an availability-guarded choice, a device variable)?
+- `target_may_be_accelerator(ctx, expr)`: the same for the expression a
+  `.to(...)` / `device=` receives.
+- `data_device(ctx, expr)`: where the data an expression evaluates to lives,
+  also through the attributes and items of a module's output.
+- `host_factory(ctx, call)`: a torch factory that makes a tensor of one
+  dimension or more on the default device.
+- `default_device_overridden(ctx)`: the file changes the default device
+  (`torch.set_default_device`, `with torch.device(...)`), so a factory
+  without `device=` is not known to make a host tensor.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from . import torchapi
+from .values import Device, Kind, Value
+
+if TYPE_CHECKING:
+    from .context import Context
+
+# The device a factory without `device=` uses: the host, unless the default
+# device was changed. Not `literal`: nothing in the source names the CPU.
+HOST_DEFAULT = Device("cpu")
+
+# Names that, as the argument of `.to(...)` / `device=`, name a device (and so
+# may name an accelerator): `device`, `self.device`, `args.device`,
+# `torch_device`, `local_rank`, `gpu_id`. Not dtypes, not tensors.
+_DEVICE_WORD = re.compile(r"(^|_)(device|dev|devices|rank|local_rank|gpu|gpu_id|gpus|cuda)$", re.I)
+
+# Factories whose first positional arguments are a shape (or sizes).
+SHAPE_FACTORIES = frozenset(
+    f"torch.{n}" for n in "zeros ones empty full rand randn randint eye empty_strided".split()
+)
+# Factories whose result has one dimension or more whatever the arguments.
+RANGE_FACTORIES = frozenset(f"torch.{n}" for n in "arange range linspace logspace randperm".split())
+# Factories that copy `data`: host tensors only when `data` is Python data.
+DATA_FACTORIES = frozenset(f"torch.{n}" for n in "tensor as_tensor asarray".split())
+
+# Attributes of a module's output that are not its data.
+_NOT_DATA_ATTRS = frozenset("shape dtype device ndim is_cuda requires_grad names layout".split())
+
+# Tensor methods whose result is no tensor (metadata, Python values).
+NON_TENSOR_METHODS = frozenset(
+    "size dim numel item tolist ndimension nelement element_size stride storage_offset "
+    "is_contiguous data_ptr get_device is_floating_point is_complex numpy __len__ keys items values".split()
+)
+
+
+def may_be_accelerator(device: Optional[Device]) -> bool:
+    """Can data placed on `device` be on an accelerator at run time?
+
+    A literal accelerator, an availability-guarded choice, or a device we
+    cannot name (a variable) may be; the host and "nothing known" (None) are
+    not."""
+    if device is None:
+        return False
+    if device.type is None:
+        return True
+    return device.type in torchapi.ACCELERATOR_TYPES
+
+
+def is_host_default(device: Optional[Device]) -> bool:
+    """Placed on the host only because no device was given."""
+    return device is not None and device.type == "cpu" and not device.literal and not device.guarded
+
+
+def looks_like_device(expr: cst.BaseExpression) -> bool:
+    """`device`, `self.device`, `args.local_rank`, `f"cuda:{rank}"`, `x.device`: an
+    expression that, by its shape or name, names a device rather than a dtype."""
+    if isinstance(expr, cst.FormattedString):
+        head = expr.parts[0] if expr.parts else None
+        return isinstance(head, cst.FormattedStringText) and head.value.split(":", 1)[0] in torchapi.DEVICE_TYPES
+    leaf = None
+    if isinstance(expr, cst.Attribute):
+        leaf = expr.attr.value
+    elif isinstance(expr, cst.Name):
+        leaf = expr.value
+    return leaf is not None and bool(_DEVICE_WORD.search(leaf))
+
+
+def target_may_be_accelerator(ctx: "Context", expr: Optional[cst.BaseExpression]) -> bool:
+    """May the device argument `expr` of a `.to(...)` / `device=` be an accelerator?"""
+    if expr is None:
+        return False
+    device = ctx.device_of(expr)
+    if device is not None:
+        return may_be_accelerator(device)
+    if ctx.is_dtype(expr):
+        return False
+    value = ctx.value_of(expr)
+    if value.is_tensor:  # `.to(other)`: where the other tensor is
+        return may_be_accelerator(value.device)
+    return looks_like_device(expr)
+
+
+def data_device(ctx: "Context", expr: cst.BaseExpression) -> Optional[Device]:
+    """Where the data `expr` evaluates to lives, when known.
+
+    Follows `Value.device` for tensors and module outputs, and — since what a
+    module returns is often a tuple or a `ModelOutput` — also the items and
+    data attributes of a module's output (`out[0]`, `out.logits`) and tensor
+    methods called on them (`out.logits.argmax(-1)`)."""
+    value = ctx.value_of(expr)
+    if value.kind in (Kind.TENSOR, Kind.MODULE_OUTPUT):
+        if value.device is not None:
+            return value.device
+    if isinstance(expr, cst.Subscript):
+        return _output_part(ctx, expr.value)
+    if isinstance(expr, cst.Attribute) and expr.attr.value not in _NOT_DATA_ATTRS:
+        return _output_part(ctx, expr.value)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        method = expr.func.attr.value
+        if method in _ACCELERATOR_METHODS:  # `batch.cuda()`, whatever `batch` was
+            return Device(method)
+        if method == "to" and not value.is_tensor:
+            target = _to_target(expr)
+            if target is not None and target_may_be_accelerator(ctx, target):
+                return Device()
+        if method in torchapi.TENSOR_RETURNING_METHODS and method not in torchapi.MOVE_METHODS:
+            return data_device(ctx, expr.func.value)
+    return None
+
+
+_ACCELERATOR_METHODS = frozenset({"cuda", "mps", "xpu"})
+
+
+def _to_target(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            return arg.value
+    if call.args and call.args[0].keyword is None and not call.args[0].star:
+        return call.args[0].value
+    return None
+
+
+def _output_part(ctx: "Context", base: cst.BaseExpression) -> Optional[Device]:
+    value = ctx.value_of(base)
+    if value.kind is Kind.MODULE_OUTPUT:
+        return value.device
+    if isinstance(base, (cst.Subscript, cst.Attribute)):
+        return data_device(ctx, base)
+    return None
+
+
+def host_factory(ctx: "Context", call: cst.Call) -> bool:
+    """Does `call` make a tensor of one dimension or more on the default device?
+
+    `torch.zeros(3, 4)`, `torch.arange(n)`, `torch.tensor([1, 2])` — not
+    `torch.tensor(0.5)` (a 0-dim CPU tensor mixes with CUDA tensors), not
+    `torch.zeros(())`, not `torch.tensor(t)` of a tensor (it keeps t's device),
+    not with `device=`."""
+    qual = ctx.qualify(call.func)
+    if qual is None or qual not in torchapi.FACTORIES:
+        return False
+    if any(a.keyword is not None and a.keyword.value == "device" for a in call.args):
+        return False
+    if any(a.star == "**" for a in call.args):
+        return False
+    positional = [a for a in call.args if a.keyword is None]
+    if qual in RANGE_FACTORIES or qual == "torch.from_numpy":
+        return True
+    if qual in SHAPE_FACTORIES:
+        if not positional:
+            size = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "size"), None)
+            return size is not None and not _empty_shape(size)
+        first = positional[0]
+        if first.star:
+            return False
+        return not _empty_shape(first.value)
+    if qual in DATA_FACTORIES:
+        data = positional[0].value if positional and not positional[0].star else None
+        return data is not None and _python_sequence(data)
+    return False
+
+
+def _empty_shape(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Tuple, cst.List)) and not expr.elements
+
+
+def _python_sequence(expr: cst.BaseExpression) -> bool:
+    """A list/tuple display or comprehension: data with one dimension or more."""
+    return isinstance(expr, (cst.List, cst.Tuple, cst.ListComp)) and (
+        isinstance(expr, cst.ListComp) or bool(expr.elements)
+    )
+
+
+_DEFAULT_DEVICE_TEXT = re.compile(r"set_default_device|set_default_tensor_type|with\s+[\w.]*device\(")
+
+
+def default_device_overridden(ctx: "Context") -> bool:
+    """The file may change the default device (`torch.set_default_device`,
+    `with torch.device('cuda'):`), so factories without `device=` may not
+    make host tensors. A textual check: when in doubt, overridden."""
+    return bool(_DEFAULT_DEVICE_TEXT.search(ctx.source))
+
+
+def makes_on_default_device(call: cst.Call, qual: str) -> bool:
+    """A factory (`qual` in torchapi.FACTORIES) without `device=` that puts its
+    tensor on the default device: every factory except `torch.tensor(t)` /
+    `as_tensor(t)` / `asarray(t)` of a value that may itself be a tensor (they
+    keep its device)."""
+    if qual not in DATA_FACTORIES:
+        return True
+    data = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    if data is None:
+        return False
+    if isinstance(data, cst.UnaryOperation):
+        data = data.expression
+    return isinstance(data, (cst.Integer, cst.Float, cst.List, cst.Tuple, cst.ListComp))
+
+
+def combined_device(left: Value, right: Value) -> Optional[Device]:
+    """Where `left <op> right` lives, for a binary operation with a tensor operand:
+    with an accelerator operand, there; with an unknown one, unknown."""
+    if left.is_tensor and right.is_tensor:
+        if left.device is None or right.device is None:
+            return None
+        for device in (left.device, right.device):
+            if device.type != "cpu":
+                return device
+        return left.device
+    return left.device if left.is_tensor else right.device
