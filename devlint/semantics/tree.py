@@ -1,0 +1,76 @@
+"""Fast iteration over a libcst tree, for the engine's walk and for the few
+sub-expression scans the semantic layer makes.
+
+libcst's `node.children` and `node.visit` rebuild nodes through its visitor
+machinery and cost about half a parse per traversal; this module reads the
+node dataclasses' fields directly, skipping the fields that only hold
+whitespace, comments or punctuation (no rule looks at those).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator, Optional
+
+import libcst as cst
+
+_SKIPPED_FIELDS = frozenset(
+    "lpar rpar comma semicolon leading_lines lines_after_decorators header footer equal colon dot "
+    "star_tok newline trailing_whitespace first_line empty_lines indent operator asynchronous "
+    "arrow whitespace_after_at".split()
+)
+# Source order where the dataclass field order differs (decorators come first).
+_FIELD_ORDER: dict[type, tuple[str, ...]] = {
+    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+}
+_fields: dict[type, tuple[str, ...]] = {}
+_is_node: dict[type, bool] = {}
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    """The fields of a node type that can hold nodes a rule may care about."""
+    names = _fields.get(node_type)
+    if names is None:
+        names = _FIELD_ORDER.get(node_type) or tuple(
+            f.name for f in dataclasses.fields(node_type)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        )
+        _fields[node_type] = names
+    return names
+
+
+def is_node(value: object) -> bool:
+    """isinstance(value, cst.CSTNode), without the ABC's slow instance check."""
+    t = type(value)
+    known = _is_node.get(t)
+    if known is None:
+        known = _is_node[t] = isinstance(value, cst.CSTNode)
+    return known
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's children in source order, whitespace and punctuation left out."""
+    out: list[cst.CSTNode] = []
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if type(value) in (tuple, list):
+            out.extend(item for item in value if is_node(item))
+        elif is_node(value):
+            out.append(value)
+    return out
+
+
+def iter_subtree(
+    node: cst.CSTNode, prune: Optional[Callable[[cst.CSTNode], bool]] = None
+) -> Iterator[cst.CSTNode]:
+    """Every node below and including `node`, depth first in source order; the
+    subtrees of nodes for which `prune` is true are not entered."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if prune is not None and prune(current) and current is not node:
+            continue
+        stack.extend(reversed(children(current)))
