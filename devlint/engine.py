@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import tokenize
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -22,6 +23,9 @@ from .semantics.tree import child_fields, is_node
 from . import suppression
 
 SYNTAX_ERROR = ("DEV000", "syntax-error")
+# Work done in this process, for tests that guard against regressions by
+# counting (never by timing): parses and walks of whole files.
+WORK: Counter[str] = Counter()
 # A file that cannot mention torch cannot hold a finding: every rule reasons
 # about names that resolve into torch.
 TORCH_MARKER = "torch"
@@ -110,6 +114,7 @@ def lint_source(text: str, filename: str, rules: Sequence[type[Rule]], prefilter
     if not active:
         return result
     result.parsed = True
+    WORK["parses"] += 1
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -123,6 +128,7 @@ def lint_source(text: str, filename: str, rules: Sequence[type[Rule]], prefilter
     ctx = Context(text)
     reports: list[Report] = []
     instances = [r(ctx, reports) for r in active]
+    WORK["walks"] += 1
     Walker(ctx, instances).walk(module)
     reports = [r for r in reports if r.condition is None or r.condition()]
     if reports:

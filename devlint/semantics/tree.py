@@ -24,6 +24,9 @@ _FIELD_ORDER: dict[type, tuple[str, ...]] = {
     cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
     cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
     cst.IfExp: ("body", "test", "orelse"),
+    cst.Arg: ("keyword", "value"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.MatchCase: ("pattern", "guard", "body"),
 }
 _fields: dict[type, tuple[str, ...]] = {}
 _is_node: dict[type, bool] = {}

@@ -1,0 +1,242 @@
+"""Benchmark devlint on real PyTorch projects, side by side with the parser's
+floor, TorchFix and ruff, on the same files in one run.
+
+    python benchmarks/bench.py            # the five corpus projects
+    python benchmarks/bench.py --quick    # a short run: timm and accelerate
+    python benchmarks/bench.py --corpus DIR --projects timm,accelerate --out benchmarks/RESULTS.md
+
+The corpus comes from ../shared/corpus/fetch.sh (pinned wheels of
+transformers, diffusers, timm, pytorch-lightning, accelerate, unpacked as
+plain .py trees); the script runs it when the corpus folder is missing.
+
+Measured per project, each in a child process (wall and CPU seconds from the
+OS, peak memory as the largest resident set of any process):
+  cold     devlint, no cache, all rules, all cores
+  1 worker devlint, no cache, all rules, -j 1
+  warm     devlint with its cache filled, nothing changed
+  touched  devlint with its cache filled, one file's content changed
+  floor    libcst.parse_module of every file devlint parses, one process
+  torchfix `torchfix --select ALL` when installed
+  ruff     `ruff check --select ALL` when installed
+Short runs (under 5 s) are repeated and the median is kept. This is a script,
+not a timed test: timings belong in benchmarks/RESULTS.md, not in asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = Path(os.environ.get("CORPUS_DIR", ROOT.parent / "corpus"))
+FETCH = ROOT.parent / "shared" / "corpus" / "fetch.sh"
+ALL_PROJECTS = ("transformers", "diffusers", "timm", "pytorch-lightning", "accelerate")
+QUICK_PROJECTS = ("timm", "accelerate")
+REPEAT_BELOW_S = 5.0
+REPEATS = 3
+
+# Parse, in one process, every file devlint would parse (its own pre-parse filter).
+FLOOR_SCRIPT = r"""
+import sys
+from pathlib import Path
+import libcst as cst
+from devlint import registry
+from devlint.discovery import discover
+from devlint.engine import SourceFile, rules_for_text
+rules = registry.all_rules()
+n = 0
+for path in discover([sys.argv[1]]):
+    try:
+        text = SourceFile.from_bytes(path.read_bytes()).text
+    except Exception:
+        continue
+    if rules_for_text(text, rules):
+        try:
+            cst.parse_module(text)
+        except Exception:
+            pass
+        n += 1
+print(n)
+"""
+
+
+@dataclass
+class Measure:
+    wall: float
+    cpu: float
+    rss_mb: float
+    note: str = ""
+
+
+def run_measured(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> Measure:
+    """Run a command; wall, CPU (user+sys of it and its children) and peak RSS."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    # ru_maxrss is the largest child seen so far (KiB on Linux).
+    return Measure(wall, cpu, after.ru_maxrss / 1024)
+
+
+def median_of(fn, *args) -> Measure:
+    first = fn(*args)
+    if first.wall >= REPEAT_BELOW_S:
+        return first
+    runs = [first] + [fn(*args) for _ in range(REPEATS - 1)]
+    runs.sort(key=lambda m: m.wall)
+    mid = runs[len(runs) // 2]
+    mid.note = f"median of {len(runs)}"
+    return mid
+
+
+def devlint_cmd(path: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "devlint", "check", "--select", "ALL", "--exit-zero", *extra, str(path)]
+
+
+def count_files_and_lines(path: Path) -> tuple[int, int]:
+    files = lines = 0
+    for p in path.rglob("*.py"):
+        files += 1
+        with open(p, "rb") as handle:
+            lines += sum(1 for _ in handle)
+    return files, lines
+
+
+def tool_version(cmd: list[str]) -> Optional[str]:
+    exe = shutil.which(cmd[0])
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (out.stdout or out.stderr).strip().splitlines()[0] if out.returncode == 0 else None
+
+
+def bench_project(path: Path, cache_dir: Path, tools: dict[str, Optional[str]], repeat_slow: bool) -> dict:
+    files, lines = count_files_and_lines(path)
+    row: dict = {"files": files, "lines": lines}
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    row["cold"] = median_of(run_measured, devlint_cmd(path, "--no-cache"), ROOT, env)
+    row["one_worker"] = median_of(run_measured, devlint_cmd(path, "--no-cache", "-j", "1"), ROOT, env)
+    cache = ["--cache-dir", str(cache_dir)]
+    run_measured(devlint_cmd(path, *cache), ROOT, env)  # fill the cache
+    row["warm"] = median_of(run_measured, devlint_cmd(path, *cache), ROOT, env)
+    victim = max(path.rglob("*.py"), key=lambda p: p.stat().st_size)
+    original = victim.read_bytes()
+    try:
+        victim.write_bytes(original + b"\n# touched by devlint's benchmark\n")
+        row["touched"] = run_measured(devlint_cmd(path, *cache), ROOT, env)
+        row["touched"].note = f"{victim.name} changed"
+    finally:
+        victim.write_bytes(original)
+    row["floor"] = run_measured([sys.executable, "-c", FLOOR_SCRIPT, str(path)], ROOT, env)
+    if tools.get("torchfix"):
+        row["torchfix"] = run_measured(["torchfix", "--select", "ALL", str(path)], ROOT, env)
+    if tools.get("ruff"):
+        row["ruff"] = median_of(run_measured, ["ruff", "check", "--select", "ALL", "--exit-zero", "--no-cache", "--quiet", str(path)], ROOT, env)
+    return row
+
+
+def fmt(m: Optional[Measure]) -> str:
+    if m is None:
+        return "not installed"
+    note = f" ({m.note})" if m.note else ""
+    return f"{m.wall:.2f} s wall, {m.cpu:.2f} s CPU, {m.rss_mb:.0f} MB{note}"
+
+
+def ratio(a: Optional[Measure], b: Optional[Measure]) -> str:
+    if a is None or b is None or b.wall == 0:
+        return "-"
+    return f"{a.wall / b.wall:.2f}"
+
+
+def render(results: dict[str, dict], tools: dict[str, Optional[str]], quick: bool) -> str:
+    import libcst
+
+    from devlint import __version__
+
+    out = [
+        "# devlint benchmark results",
+        "",
+        f"- date: {datetime.date.today().isoformat()}",
+        f"- machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        f"- devlint {__version__}, libcst {getattr(libcst, '__version__', '?')}",
+        f"- torchfix: {tools.get('torchfix') or 'not installed'}; ruff: {tools.get('ruff') or 'not installed'}",
+        f"- run: `python benchmarks/bench.py{' --quick' if quick else ''}`",
+        "",
+        "| project | files | lines | devlint cold | 1 worker | warm | one file touched | parse floor (1 process) | TorchFix | ruff |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, r in results.items():
+        out.append(
+            f"| {name} | {r['files']} | {r['lines']:,} | {fmt(r['cold'])} | {fmt(r['one_worker'])} | {fmt(r['warm'])} "
+            f"| {fmt(r['touched'])} | {fmt(r['floor'])} | {fmt(r.get('torchfix'))} | {fmt(r.get('ruff'))} |"
+        )
+    out += [
+        "",
+        "Ratios (wall time):",
+        "",
+        "| project | cold / floor | 1 worker / floor | warm / cold | touched (s) | TorchFix / cold | cold / ruff |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, r in results.items():
+        out.append(
+            f"| {name} | {ratio(r['cold'], r['floor'])} | {ratio(r['one_worker'], r['floor'])} "
+            f"| {ratio(r['warm'], r['cold'])} | {r['touched'].wall:.2f} | {ratio(r.get('torchfix'), r['cold'])} "
+            f"| {ratio(r['cold'], r.get('ruff'))} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK_PROJECTS)}")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--projects", help="comma-separated project names")
+    parser.add_argument("--out", type=Path, help="write the table here (default: benchmarks/RESULTS.md for a full run)")
+    args = parser.parse_args(argv)
+
+    projects = args.projects.split(",") if args.projects else list(QUICK_PROJECTS if args.quick else ALL_PROJECTS)
+    missing = [p for p in projects if not (args.corpus / p).is_dir()]
+    if missing:
+        if not FETCH.exists():
+            print(f"bench: corpus projects missing under {args.corpus}: {', '.join(missing)}", file=sys.stderr)
+            return 2
+        subprocess.run(["bash", str(FETCH), str(args.corpus)], check=True, stdout=subprocess.DEVNULL)
+    tools = {
+        "torchfix": tool_version(["torchfix", "--version"]),
+        "ruff": tool_version(["ruff", "--version"]),
+    }
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="devlint-bench-") as tmp:
+        for name in projects:
+            print(f"bench: {name} ...", file=sys.stderr, flush=True)
+            results[name] = bench_project(args.corpus / name, Path(tmp) / name, tools, not args.quick)
+    table = render(results, tools, args.quick)
+    print(table)
+    out = args.out or (None if args.quick else ROOT / "benchmarks" / "RESULTS.md")
+    if out is not None:
+        out.write_text(table, encoding="utf-8")
+        print(f"bench: wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Guard the hot path by counting work, not by timing it: one parse and one
+walk per file that can hold a finding, none for text that cannot."""
+
+from __future__ import annotations
+
+from devlint import registry
+from devlint.engine import WORK, lint_source
+from devlint.semantics import tree
+
+from fixture_files import fixture_dirs
+
+ALL = registry.all_rules()
+
+
+def test_one_parse_and_one_walk_per_file_and_none_for_files_without_torch():
+    files = [p for d in fixture_dirs() for p in sorted(d.glob("*.py"))]
+    WORK.clear()
+    for path in files:
+        lint_source(path.read_text(encoding="utf-8"), str(path), ALL)
+    assert WORK["parses"] == len(files) and WORK["walks"] == len(files)
+
+    WORK.clear()
+    lint_source("import numpy as np\nx = np.zeros(3)\nx.to('cuda')\n" * 50, "plain.py", ALL)
+    assert WORK["parses"] == 0 and WORK["walks"] == 0
+
+
+def test_prefilter_never_changes_findings_on_the_fixtures():
+    for d in fixture_dirs():
+        for path in sorted(d.glob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            with_filter = lint_source(text, str(path), ALL).diagnostics
+            without = lint_source(text, str(path), ALL, prefilter=False).diagnostics
+            assert with_filter == without, path
+
+
+def test_tree_children_skip_whitespace_but_keep_every_expression():
+    import libcst as cst
+
+    module = cst.parse_module("x = f(a, b=c)  # note\n")
+    names = [n.value for n in tree.iter_subtree(module) if isinstance(n, cst.Name)]
+    assert names == ["x", "f", "a", "b", "c"]
+    assert not any(isinstance(n, (cst.Comment, cst.SimpleWhitespace)) for n in tree.iter_subtree(module))
