@@ -200,7 +200,17 @@ def is_guarded(
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             if kind.words.search(node.name.value) or _decorated_for(ctx, node, kind):
                 return True
+        elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            # `[t.cuda() for t in ts if torch.cuda.is_available()]`
+            if child is not node.for_in and any(kind.mentions(ctx, c.test) for c in _comp_ifs(node.for_in)):
+                return True
         elif isinstance(node, cst.Lambda):
             # A lambda runs where it is called; it is usually handed to a guarded caller.
             return True
     return False
+
+
+def _comp_ifs(comp: cst.CompFor) -> Iterator[cst.CompIf]:
+    while comp is not None:
+        yield from comp.ifs
+        comp = comp.inner_for_in

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..claims import Claim
+from ..diagnostics import FixAvailability
+from ..rule import NodeFix, Rule
+from ..semantics import Kind, keyword
+from ..semantics.placements import LOADERS
+
+
+class LoadWithoutMapLocation(Rule):
+    """
+    ## What it does
+    Flags `torch.load(...)` and `torch.jit.load(...)` without a
+    `map_location`, or with a literal CUDA one (`map_location="cuda"`), that
+    no `torch.cuda.is_available()` check guards.
+
+    ## Why is this bad?
+    `torch.load` puts every tensor back on the device it was saved from. A
+    checkpoint written on a GPU machine — most of them — then fails to load
+    anywhere without one:
+    `RuntimeError: Attempting to deserialize object on a CUDA device but
+    torch.cuda.is_available() is False`.
+
+    `map_location=device`, `map_location=lambda storage, loc: storage`, a
+    positional map location, `**kwargs` and a load under a CUDA guard are
+    not flagged.
+
+    ## Example
+    ```python
+    state = torch.load("checkpoint.pt")
+    ```
+
+    ## Use instead
+    ```python
+    state = torch.load("checkpoint.pt", map_location="cpu")
+    ```
+
+    ## Fix safety
+    Unsafe: the fix adds `map_location=device` when a `device` chosen in the
+    same scope is known, else `map_location="cpu"`. Tensors then land on that
+    device rather than where they were saved, which code that relied on a
+    GPU-saved checkpoint loading straight onto the GPU may notice. No fix is
+    offered for a literal CUDA map location (DEV101 offers one).
+    """
+
+    code = "DEV103"
+    name = "load-without-map-location"
+    message = "`{func}` without `map_location` fails on machines without a GPU when the checkpoint was saved from CUDA"
+    literal_message = "`{func}` with a CUDA `map_location` fails on machines without a GPU"
+    fix_availability = FixAvailability.UNSAFE
+    claim = Claim(
+        backends=("no-accel",),
+        summary="RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False",
+        raises="RuntimeError",
+        match=r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False",
+    )
+    triggers = ("load",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qual = self.ctx.qualify(node.func)
+        if qual not in LOADERS or any(arg.star for arg in node.args):
+            return
+        func = "torch.jit.load" if "jit" in qual else "torch.load"
+        positional = [a for a in node.args if a.keyword is None]
+        where = keyword(node, "map_location") or (positional[1].value if len(positional) > 1 else None)
+        if where is None or (isinstance(where, cst.Name) and where.value == "None"):
+            self.report(node, self.message.format(func=func), fix=self._fix(node, where), condition=self.ctx.unguarded())
+            return
+        device = self.ctx.device_of(where)
+        if device is not None and device.hardcoded("cuda"):
+            self.report(node, self.literal_message.format(func=func), condition=self.ctx.unguarded())
+
+    def _fix(self, call: cst.Call, where: Optional[cst.BaseExpression]) -> Optional[NodeFix]:
+        chosen = self._chosen_device()
+        value = cst.Name(chosen) if chosen else cst.SimpleString('"cpu"')
+        title = f"Load onto `{chosen}`" if chosen else 'Load onto the CPU (`map_location="cpu"`)'
+        if where is not None:  # map_location=None
+            return self.fix(title, [(where, value)])
+        return self.fix(title, [(call, _append_keyword(call, "map_location", value))])
+
+    def _chosen_device(self) -> Optional[str]:
+        """`device` when it is bound in scope to a device chosen at run time."""
+        value = self.ctx.lookup("device")
+        if value is None or value.kind not in (Kind.DEVICE, Kind.DEVICE_STRING) or value.device is None:
+            return None
+        if value.device.literal and value.device.is_accelerator:
+            return None  # a hardcoded accelerator is the problem, not the answer
+        return "device"
+
+
+def _append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`f(a)` -> `f(a, name=value)`, keeping a multi-line call's layout."""
+    arg = cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[arg])
+    last = args[-1]
+    if not isinstance(last.comma, cst.Comma):
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return call.with_changes(args=[*args, arg])
+    # A trailing comma: one argument per line. The new one goes last, on a line
+    # indented like the others (without copying any comment).
+    before = args[-2].comma.whitespace_after if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else call.whitespace_before_args
+    if isinstance(before, cst.ParenthesizedWhitespace):
+        newline = cst.ParenthesizedWhitespace(indent=before.indent, last_line=before.last_line)
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=newline))
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return call.with_changes(args=[*args, arg.with_changes(comma=last.comma)])

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..claims import Claim
+from ..rule import Rule
+from ..semantics import keyword, torchapi
+
+
+class HardcodedAmpDevice(Rule):
+    """
+    ## What it does
+    Flags mixed precision tied to CUDA: the deprecated
+    `torch.cuda.amp.autocast()` / `torch.cuda.amp.GradScaler()`, and
+    `torch.autocast("cuda")` / `torch.amp.GradScaler("cuda")` with a literal
+    device that no `torch.cuda.is_available()` check guards.
+
+    ## Why is this bad?
+    Without a GPU, autocast and the gradient scaler switch themselves off
+    with nothing more than a warning — `UserWarning: CUDA is not available or
+    torch_xla is imported. Disabling autocast.` — so the code trains in full
+    precision there, silently, and never uses the CPU's own autocast. The
+    `torch.cuda.amp` spellings also emit a `FutureWarning` on every machine:
+    they are deprecated in favour of `torch.amp.autocast("cuda", ...)`.
+
+    An explicit `enabled=` other than `True` (`enabled=use_amp`) is the
+    author's switch and silences the literal-device case.
+
+    Not flagged: `device_type=str(device)`. Old PyTorch releases rejected a
+    device type with an index (`'cuda:0'`); torch 2.13 accepts it.
+
+    ## Example
+    ```python
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.autocast("cuda"):
+        loss = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler(device.type)
+    with torch.autocast(device.type):
+        loss = model(x)
+    ```
+
+    ## Fix safety
+    No fix. The device to use is the author's choice (`device.type` of the
+    chosen device). `torch.amp.autocast("cuda", ...)` is the drop-in
+    replacement for the deprecated spelling, but it keeps the hardcoded
+    device, and with it the problem.
+    """
+
+    code = "DEV107"
+    name = "hardcoded-amp-device"
+    message = "`{what}` is hardcoded to CUDA: without a GPU mixed precision silently switches off"
+    deprecated_message = "`{what}` is deprecated and hardcoded to CUDA: use `torch.amp.{cls}(device.type, ...)`"
+    claim = Claim(
+        backends=("no-accel",),
+        summary="UserWarning: CUDA is not available ... Disabling — mixed precision silently off",
+        warns="UserWarning",
+        match=r"CUDA is not available.*Disabling",
+    )
+    triggers = ("amp", "autocast")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qual = self.ctx.qualify(node.func)
+        if qual is None:
+            return
+        if qual in torchapi.DEPRECATED_CUDA_AMP:
+            cls = torchapi.DEPRECATED_CUDA_AMP[qual].rsplit(".", 1)[-1]
+            what = f"torch.cuda.amp.{cls}()"
+            self.report(node, self.deprecated_message.format(what=what, cls=cls))
+            return
+        device_keyword = torchapi.AMP_DEVICE_KEYWORD.get(qual)
+        if device_keyword is None:
+            return
+        target = keyword(node, device_keyword) or _first(node)
+        device = self.ctx.device_of(target) if target is not None else None
+        if device is None or not device.hardcoded("cuda") or not _enabled_by_default(node):
+            return
+        what = 'torch.autocast("cuda")' if qual.endswith("autocast") else 'torch.amp.GradScaler("cuda")'
+        self.report(node, self.message.format(what=what), condition=self.ctx.unguarded())
+
+
+def _first(call: cst.Call) -> Optional[cst.BaseExpression]:
+    if call.args and call.args[0].keyword is None and not call.args[0].star:
+        return call.args[0].value
+    return None
+
+
+def _enabled_by_default(call: cst.Call) -> bool:
+    """No `enabled=`, or `enabled=True`: the author left no switch."""
+    enabled = keyword(call, "enabled")
+    return enabled is None or (isinstance(enabled, cst.Name) and enabled.value == "True")
