@@ -17,6 +17,7 @@ from .discovery import PathError, discover
 from .output import FORMATS
 from .output.text import Summary
 from .runner import Settings, run
+from .verify.command import verify_command
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -119,6 +120,9 @@ def show_rule(code: str) -> None:
         path = folder / name
         if path.is_file():
             click.echo(f"\n## Fixture: {name}\n```python\n{path.read_text(encoding='utf-8').rstrip()}\n```")
+
+
+cli.add_command(verify_command)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
