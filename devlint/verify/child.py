@@ -401,7 +401,7 @@ def _clean_up_leftovers(pgid: int) -> int:
     its own. Returns how many leftover processes were found."""
     group_alive = _killpg(pgid)
     found: set = set()
-    deadline = time.monotonic() + 5.0
+    deadline = time.monotonic() + 15.0
     while time.monotonic() < deadline:
         orphans = _children_of(os.getpid()) if sys.platform.startswith("linux") else []
         for pid in orphans:
@@ -412,7 +412,9 @@ def _clean_up_leftovers(pgid: int) -> int:
                 pass
         found.update(orphans)
         _reap_all()
-        if not orphans:
+        # Done when nothing is reparented to us and the group has no member
+        # left (a member whose parent is still dying is not our child yet).
+        if not orphans and not _killpg(pgid):
             break
         time.sleep(0.02)
     return max(len(found), 1 if group_alive else 0)

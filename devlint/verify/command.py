@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import site
 import sys
 from pathlib import Path
@@ -39,6 +40,12 @@ def _extra_paths() -> list[str]:
         return []
     user = site.getusersitepackages()
     return [user] if spec.origin.startswith(user) else []
+
+
+def _stop_on_signal(signum: int, _frame: object) -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C: supervisors and snippets are
+    killed and the temporary files removed on the way out."""
+    raise SystemExit(128 + signum)
 
 
 def _progress(total: int):
@@ -102,6 +109,9 @@ def verify_command(
         if not Path(script).is_file():
             raise click.UsageError(f"no such script: '{script}'")
 
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _stop_on_signal)
     limits = Limits(timeout=timeout, output_cap=output_cap, max_processes=max_processes)
     workers = jobs or min(4, os.cpu_count() or 1)
     # Forking from a warm interpreter is safe on Linux; elsewhere (macOS

@@ -53,7 +53,7 @@ GRACE = 60.0  # beyond a snippet's own timeout, before the supervisor counts as 
 class Limits:
     timeout: float = 60.0  # seconds of wall-clock time per snippet
     output_cap: int = 64 * 1024  # bytes of output kept per snippet; the rest is counted, not stored
-    max_processes: int = 512  # RLIMIT_NPROC budget: processes and threads a snippet may add
+    max_processes: int = 256  # RLIMIT_NPROC budget: processes and threads a snippet may add
     max_file_bytes: int = 1 << 30  # RLIMIT_FSIZE: the largest file a snippet may write
 
 

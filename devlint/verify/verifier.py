@@ -286,7 +286,7 @@ def judge_row(subject: Subject, machine: Machine, outcomes: dict) -> Row:
             columns[backend] = Column(NOT_RUN, f"needs {backend}" if claimed else "")
             continue
         if subject.problem and claim is not None:
-            columns[backend] = Column(CONTRADICTED if claimed else CLEAN, subject.problem if claimed else "")
+            columns[backend] = Column(CONTRADICTED, subject.problem) if claimed else Column(NOTHING, "")
             continue
         here: list[Run] = []
         for case in subject.cases:
