@@ -84,7 +84,9 @@ def fix_source(text: str, filename: str, rules: Sequence[type[Rule]], unsafe: bo
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write through a temporary file in the same folder and an atomic rename,
-    keeping the file's mode: a crash leaves the old file or the new, never half."""
+    keeping the file's mode: a crash leaves the old file or the new, never half.
+    A symbolic link is followed: the file it points to is rewritten, the link kept."""
+    path = Path(os.path.realpath(path))
     mode = os.stat(path).st_mode & 0o7777
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".devlint-tmp", dir=path.parent)
     try:

@@ -1,5 +1,9 @@
 """Lint many files: read each once, lint (or fix) it, on every core when there
-are enough files to pay for the worker processes."""
+are enough files to pay for the worker processes.
+
+One file goes through `lint_path`: read -> open as a document (a Python file,
+or a notebook's code cells) -> the cache, or lint / fix -> write back.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,16 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
-from . import registry
-from .engine import FileResult, SourceFile, lint_source
-from .fixes import fix_source, write_atomic
+from . import registry, suppression
+from .cache import Cache
+from .config import BUILTIN_CODES, Selection
+from .diagnostics import Diagnostic
+from .engine import FileResult, SourceFile, lint_source, rules_for_text
+from .fixes import apply_edits, fix_source, parses, write_atomic
+from .notebooks import Notebook, NotebookError, is_notebook
+from .rule import Rule
 
 # Below this many files, worker start-up costs more than it saves.
 PARALLEL_THRESHOLD = 24
@@ -26,6 +35,21 @@ class Settings:
     unsafe_fixes: bool = False
     diff: bool = False  # compute fixes, print a diff, write nothing
     prefilter: bool = True
+    selection: Optional[Selection] = None  # global and per-file ignores
+    report_unused_noqa: bool = False
+    cache: Optional[Cache] = None
+
+    def codes_for(self, path: Path) -> tuple[str, tuple[str, ...]]:
+        """(rule codes that run on this file, selectors ignored for it)."""
+        if self.selection is None:
+            return self.codes, ()
+        ignored = self.selection.ignore
+        if self.selection.per_file:
+            extra = self.selection.ignored_for(os.path.realpath(path))
+            if extra:
+                ignored = ignored + extra
+                return tuple(c for c in self.codes if not any(registry.matches(c, i) for i in extra)), ignored
+        return self.codes, ignored
 
 
 def display_name(path: Path) -> str:
@@ -36,6 +60,72 @@ def display_name(path: Path) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
+class PythonDocument:
+    """A Python source file: its text as decoded, written back in the same encoding."""
+
+    def __init__(self, data: bytes) -> None:
+        self.source = SourceFile.from_bytes(data)
+        self.text = self.source.text
+
+    def encode(self, text: str) -> bytes:
+        return self.source.to_bytes(text)
+
+    def relocate(self, diagnostics: list[Diagnostic], text: str) -> list[Diagnostic]:
+        return diagnostics
+
+    def syntax_errors(self, filename: str) -> list[Diagnostic]:
+        return []
+
+    def diff(self, text: str, filename: str) -> str:
+        return "".join(difflib.unified_diff(
+            self.text.splitlines(keepends=True), text.splitlines(keepends=True),
+            fromfile=f"a/{filename}", tofile=f"b/{filename}",
+        ))
+
+
+Document = Union[PythonDocument, Notebook]
+
+
+def open_document(path: Path, data: bytes) -> Document:
+    return Notebook(data) if is_notebook(path) else PythonDocument(data)
+
+
+def lint_text(text: str, filename: str, rules: Sequence[type[Rule]], settings: Settings) -> FileResult:
+    """One lint of a text; with --report-unused-noqa, also the directives that silence nothing."""
+    if not settings.report_unused_noqa:
+        return lint_source(text, filename, rules, settings.prefilter)
+    with suppression.disabled():
+        result = lint_source(text, filename, rules, settings.prefilter)
+    kept, unused = suppression.unused_directives(text, result.diagnostics, [r.code for r in rules], filename)
+    result.diagnostics = sorted(kept + unused, key=Diagnostic.sort_key)
+    return result
+
+
+def fix_text(text: str, filename: str, rules: Sequence[type[Rule]], settings: Settings) -> FileResult:
+    """The fix loop; with --report-unused-noqa, unused directives are removed too."""
+    result = fix_source(text, filename, rules, settings.unsafe_fixes)
+    if not settings.report_unused_noqa:
+        return result
+    fixed = result.fixed_text if result.fixed_text is not None else text
+    final = lint_text(fixed, filename, rules, settings)
+    removals = [d.fix for d in final.diagnostics if d.code == suppression.UNUSED_NOQA[0] and d.fix is not None]
+    if removals:
+        new_text, removed = apply_edits(fixed, removals)
+        if removed and parses(new_text):
+            final = lint_text(new_text, filename, rules, settings)
+            final.fixed_text, final.fixes_applied = new_text, result.fixes_applied + removed
+            return final
+    final.fixed_text, final.fixes_applied = result.fixed_text, result.fixes_applied
+    return final
+
+
+def _drop_ignored(diagnostics: list[Diagnostic], ignored: tuple[str, ...]) -> list[Diagnostic]:
+    """Findings outside the rules (syntax errors, unused noqa) obey --ignore and per-file-ignores too."""
+    if not ignored:
+        return diagnostics
+    return [d for d in diagnostics if d.code not in BUILTIN_CODES or not any(registry.matches(d.code, i) for i in ignored)]
+
+
 def lint_path(path: Path, settings: Settings) -> FileResult:
     name = display_name(path)
     try:
@@ -43,30 +133,54 @@ def lint_path(path: Path, settings: Settings) -> FileResult:
     except OSError as exc:
         return FileResult(name, error=f"cannot read file: {exc.strerror or exc}")
     try:
-        source = SourceFile.from_bytes(data)
+        document = open_document(path, data)
+    except NotebookError as exc:
+        return FileResult(name, error=str(exc))
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         return FileResult(name, error=f"cannot decode file: {exc}")
+    codes, ignored = settings.codes_for(path)
     by_code = registry.by_code()
-    rules = [by_code[c] for c in settings.codes]
+    rules = [by_code[c] for c in codes]
     try:
-        if not (settings.fix or settings.diff):
-            return lint_source(source.text, name, rules, settings.prefilter)
-        result = fix_source(source.text, name, rules, settings.unsafe_fixes)
-        if result.fixed_text is not None:
-            if settings.diff:
-                result.diff = "".join(
-                    difflib.unified_diff(
-                        source.text.splitlines(keepends=True), result.fixed_text.splitlines(keepends=True),
-                        fromfile=f"a/{name}", tofile=f"b/{name}",
-                    )
-                )
-            else:
-                write_atomic(path, source.to_bytes(result.fixed_text))
-        return result
+        result = _check(path, data, document, name, rules, settings)
     except RecursionError:
         return FileResult(name, error="file is nested too deeply to analyse")
+    except NotebookError as exc:
+        return FileResult(name, error=f"cannot write the fixes back: {exc}")
     except Exception as exc:  # an internal error on one file must not stop the run
         return FileResult(name, error=f"internal error: {type(exc).__name__}: {exc}")
+    result.diagnostics = _drop_ignored(result.diagnostics, ignored)
+    return result
+
+
+def _check(path: Path, data: bytes, document: Document, name: str, rules: list[type[Rule]], settings: Settings) -> FileResult:
+    text = document.text
+    if settings.fix or settings.diff:
+        result = fix_text(text, name, rules, settings)
+        final_text = result.fixed_text if result.fixed_text is not None else text
+        syntax_errors = document.syntax_errors(name) if result.parsed else []
+        result.diagnostics = syntax_errors + document.relocate(result.diagnostics, final_text)
+        if result.fixed_text is not None:
+            if settings.diff:
+                result.diff = document.diff(result.fixed_text, name)
+            else:
+                write_atomic(path, document.encode(result.fixed_text))
+        return result
+
+    key = None
+    cache = settings.cache
+    if cache is not None and (not settings.prefilter or rules_for_text(text, rules)):
+        key = cache.key(data, ("nb" if isinstance(document, Notebook) else "py", ",".join(r.code for r in rules),
+                               f"unused={settings.report_unused_noqa}", f"prefilter={settings.prefilter}"))
+        cached = cache.get(key, name)
+        if cached is not None:
+            return FileResult(name, cached, parsed=True)
+    result = lint_text(text, name, rules, settings)
+    syntax_errors = document.syntax_errors(name) if result.parsed else []
+    result.diagnostics = syntax_errors + document.relocate(result.diagnostics, text)
+    if key is not None:
+        cache.put(key, result.diagnostics)
+    return result
 
 
 def _lint_one(args: tuple[Path, Settings]) -> FileResult:
@@ -81,3 +195,6 @@ def run(files: Sequence[Path], settings: Settings, jobs: Optional[int] = None) -
     chunk = max(1, min(32, len(files) // (jobs * 8)))
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         return list(pool.map(_lint_one, [(f, settings) for f in files], chunksize=chunk))
+
+
+__all__ = ["Settings", "display_name", "lint_path", "open_document", "run"]

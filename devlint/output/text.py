@@ -1,4 +1,5 @@
-"""`path:line:col: CODE message`, one finding a line, then a summary."""
+"""`concise` (alias `text`): `path:line:col: CODE [*] message`, one finding a
+line, then a summary. Also the `Summary` every format receives."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ from ..diagnostics import Diagnostic
 
 @dataclass
 class Summary:
+    """What a format may need besides the findings."""
+
     files_checked: int = 0
     fixes_applied: int = 0
     fix_hint: bool = False  # whether to mention --fix for fixable findings
+    color: bool = False  # ANSI colour (only when writing to a terminal)
+    rules: tuple = ()  # the rule classes that ran (SARIF lists them)
 
 
 def location(d: Diagnostic) -> str:
@@ -43,7 +48,9 @@ def summary_line(diagnostics: Sequence[Diagnostic], summary: Summary) -> str:
     if fixable:
         safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.applicability == "safe")
         hint = f"{fixable} fixable"
-        if safe:
+        if safe == fixable:
+            hint += " with `--fix`"
+        elif safe:
             hint += f" ({safe} with `--fix`"
             hint += f", {fixable - safe} more with `--unsafe-fixes`)" if fixable > safe else ")"
         else:
