@@ -283,3 +283,45 @@ def test_run_confirms_an_unguarded_cuda_call_on_no_accel(tmp_path):
         assert dev101["backends"]["cuda"]["status"] == "not run here"
     assert data["runs"]["no-accel"]["kind"] == "exception"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]  # nothing written next to it
+
+
+
+# -- reports ---------------------------------------------------------------------------------
+
+
+def _synthetic_report():
+    """A report built from plain data: one rule confirmed on no-accel, one contradicted."""
+    from devlint.verify.verifier import Case, Report, Subject, judge_row
+
+    machine = machine_from(CPU_ONLY)
+    env = machine.environment("cpu")
+    snippet = parse_snippets(Path(FILE), SOURCE)
+    first, second = snippet.cells
+    dev101 = Subject("DEV101", "unguarded-cuda", RAISES, [Case("bad", snippet, first)])
+    dev201 = Subject("DEV201", "to-dtype-before-device",
+                     Claim(backends=("cpu",), summary="TypeError", raises="TypeError", match="invalid combination"),
+                     [Case("bad", snippet, second)])
+    outcomes = {
+        (FILE, 1, env.key): raised("AssertionError", "Torch not compiled with CUDA enabled", 5),
+        (FILE, 2, env.key): Outcome("ok"),
+    }
+    rows = [judge_row(s, machine, outcomes) for s in (dev101, dev201)]
+    return Report(machine, rows, 1.0, 2, date="2026-01-01")
+
+
+def test_the_matrix_in_text_json_and_markdown():
+    from devlint.verify.report import render_json, render_markdown, render_text
+
+    report = _synthetic_report()
+    assert report.contradicted
+    text = render_text(report)
+    matrix = {line.split()[0]: line.split()[1:3] for line in text.splitlines() if line.startswith("DEV")}
+    assert matrix == {"DEV101": ["-", "confirmed"], "DEV201": ["CONTRADICTED", "-"]}
+    assert "not run here (needs cuda)" not in text and "not run here" in text
+    assert "DEV201 on cpu: /x/bad.py:8 (bad cell 2) ran clean; expected it to raise TypeError" in text
+    assert "2 claim(s): 1 confirmed, 0 not run here, 1 contradicted" in text
+    data = json.loads(render_json(report))
+    assert data["summary"]["contradicted"] and data["rules"][0]["backends"]["no-accel"]["status"] == "confirmed"
+    assert data["rules"][0]["backends"]["cuda"] == {"status": "not run here", "reason": ""}
+    markdown = render_markdown(report)
+    assert "| DEV101 `unguarded-cuda` |" in markdown and "**CONTRADICTED**" in markdown

@@ -185,8 +185,12 @@ def _enter_sandbox(req: dict) -> dict:
             if not _drop_nproc_exemption():
                 applied["nproc"] = "unavailable: running as root and the exemption could not be dropped"
                 return applied
-        uid = os.getuid()
-        in_use = _tasks_of(uid) if sys.platform.startswith("linux") else 0
+        if not sys.platform.startswith("linux"):
+            # The limit counts every process of the user, which only Linux's
+            # /proc lets us count cheaply: a blind limit could forbid any fork.
+            applied["nproc"] = "unavailable: cannot count the user's processes here"
+            return applied
+        in_use = _tasks_of(os.getuid())
         applied["nproc"] = in_use + int(budget) if _limit(resource.RLIMIT_NPROC, in_use + int(budget)) else "failed"
     return applied
 
