@@ -138,6 +138,24 @@ GUARD_WORDS = re.compile(r"cuda|gpu|mps|xpu|accel|available|device|distributed|r
 
 # Probes of how many accelerators there are. A condition comparing with one of
 # these checks a device ordinal (`if torch.cuda.device_count() > 1:`).
+# Tensor properties that name its device type: `t.is_cuda`, never `t.is_cuda()`.
+TENSOR_DEVICE_PROPERTIES = frozenset(
+    "is_cuda is_cpu is_mps is_xpu is_meta is_ipu is_maia is_mtia is_mkldnn is_vulkan is_xla".split()
+)
+
+# The CPU legacy constructors (`torch.FloatTensor(...)`) and the dtype each builds.
+# `torch.Tensor` builds the default dtype.
+LEGACY_CPU_CONSTRUCTORS = {
+    "torch.FloatTensor": "float32", "torch.DoubleTensor": "float64", "torch.HalfTensor": "float16",
+    "torch.BFloat16Tensor": "bfloat16", "torch.ByteTensor": "uint8", "torch.CharTensor": "int8",
+    "torch.ShortTensor": "int16", "torch.IntTensor": "int32", "torch.LongTensor": "int64",
+    "torch.BoolTensor": "bool", "torch.Tensor": None,
+}
+
+# Device types whose tensors always carry an index (`cuda:0`); a tensor on
+# `cpu` or `meta` reports no index.
+INDEXED_DEVICE_TYPES = frozenset({"cuda", "mps", "xpu"})
+
 DEVICE_COUNT_PROBES = frozenset(
     {"torch.cuda.device_count", "torch.accelerator.device_count", "torch.xpu.device_count", "torch.mps.device_count"}
 )

@@ -36,6 +36,9 @@ class Device:
     # Chosen by an availability check (`'cuda' if torch.cuda.is_available() else 'cpu'`).
     guarded: bool = False
 
+    # The device of a live tensor (`x.device`): on an accelerator it always
+    # carries an index (`cuda:0`), unlike `torch.device('cuda')`.
+    of_tensor: bool = False
     @property
     def is_accelerator(self) -> bool:
         return self.type in torchapi.ACCELERATOR_TYPES
@@ -48,7 +51,9 @@ class Device:
 class Value:
     kind: Kind = Kind.UNKNOWN
     device: Optional[Device] = None  # for devices; for tensors/modules: where it was placed
-    cls: Optional[str] = None  # for instances of a class defined in this file: its name
+    # The instance's class: a class defined in this file (its name), or a torch
+    # class it was built from (its qualified name, `torch.nn.Linear`).
+    cls: Optional[str] = None
 
     @property
     def is_tensor(self) -> bool:

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from ..claims import Claim
+from ..rule import Rule
+from ..semantics.devices import device_arguments, device_string_error, string_literals
+
+
+class InvalidDeviceString(Rule):
+    """
+    ## What it does
+    Flags a device string that torch rejects — `"gpu"`, `"cuda0"`, `"CUDA"`,
+    `"cuda:-1"`, `"cuda:"`, `" cuda"` — where torch expects a device:
+    `torch.device(...)`, `device=` of a torch function, `map_location=`,
+    `.cuda(...)`, and `.to(...)` on a known tensor or module.
+
+    ## Why is this bad?
+    torch parses device strings strictly: a lowercase type it knows, then
+    optionally `:` and a non-negative index, nothing else. Anything else
+    raises on every machine, e.g.
+    `RuntimeError: Expected one of cpu, cuda, ... device type at start of device string: gpu`
+    or `RuntimeError: Invalid device string: 'cuda0'` (`torch.load` with such a
+    `map_location` says `don't know how to restore data location`).
+
+    Lowercase names torch does not know (`"npu"`) are not flagged: an
+    out-of-tree backend may register them at run time.
+
+    ## Example
+    ```python
+    device = torch.device("gpu")
+    x = torch.zeros(3, device="cuda0")
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda")
+    x = torch.zeros(3, device="cuda:0")
+    ```
+
+    ## Fix safety
+    No fix: which device was meant is a guess.
+    """
+
+    code = "DEV203"
+    name = "invalid-device-string"
+    message = "Invalid device string {text}: torch raises RuntimeError ({why})"
+    claim = Claim(
+        backends=("cpu",),
+        summary="RuntimeError: Expected one of cpu, cuda, ... device type at start of device string: gpu",
+        raises="RuntimeError",
+        match=(
+            r"device type at start of device string|Invalid device string|Device string must not be empty"
+            r"|don't know how to restore data location"  # torch.load's map_location
+        ),
+    )
+    triggers = ("device", "map_location", ".to", ".cuda", ".mps", ".xpu")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for arg in device_arguments(self.ctx, node):
+            for literal in string_literals(arg):
+                why = device_string_error(literal.evaluated_value)
+                if why is not None:
+                    self.report(literal, self.message.format(text=repr(literal.evaluated_value), why=why))

@@ -1,0 +1,265 @@
+"""Which assignment of a name is in effect at a use, and how sure we are.
+
+The walk binds names in text order, so after
+
+    if cond:
+        device = torch.device("cuda")
+    else:
+        device = "cpu"
+
+it holds the `else` value, though either may reach the next line. Rules whose
+verdict hangs on a value's exact kind (a `torch.device`, not a `str`) ask
+`certain_value`: it trusts the walk's binding only when that assignment is
+certain to be the one in effect — it dominates the use, and no later
+assignment can come back round a loop — and otherwise accepts a kind only
+when every assignment of the name in its scope agrees.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from .values import UNKNOWN, Value
+from .tree import children
+
+if TYPE_CHECKING:
+    from .context import Context
+
+_BLOCKS = (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Module)
+_LOOPS = (cst.For, cst.While)
+
+
+@dataclass
+class _Site:
+    """One place that binds a name."""
+
+    time: int  # when it binds, on the scope's execution-order clock
+    block: Optional[cst.CSTNode]  # the block it sits in (None: the scope's entry)
+    loops: tuple[int, ...]  # ids of the loops around it, inside the scope
+    kind: str  # "assign", "annassign", "param" (the walk reads these) or "other"
+    value: Optional[cst.BaseExpression] = None
+    annotation: Optional[cst.Annotation] = None
+
+
+@dataclass
+class _Scan:
+    ticks: dict[int, int] = field(default_factory=dict)  # id(node) -> enter time
+    sites: dict[str, list[_Site]] = field(default_factory=dict)
+    opaque: set[str] = field(default_factory=set)  # global/nonlocal names
+
+
+_cache: "weakref.WeakKeyDictionary[Context, dict[int, _Scan]]" = weakref.WeakKeyDictionary()
+
+
+def certain_value(ctx: "Context", expr: cst.BaseExpression) -> Value:
+    """`ctx.value_of(expr)`, except that a name's value is only given when it is
+    certain to be in effect here (see the module docs); else UNKNOWN."""
+    if not isinstance(expr, cst.Name):
+        return ctx.value_of(expr)
+    current = ctx.value_of(expr)
+    if current.kind is UNKNOWN.kind:
+        return UNKNOWN
+    scope_node, innermost = _binding_scope(ctx, expr.value)
+    if scope_node is None:
+        return UNKNOWN
+    scan = _scan(ctx, scope_node)
+    if expr.value in scan.opaque:
+        return UNKNOWN
+    sites = scan.sites.get(expr.value, [])
+    if not sites:
+        return UNKNOWN
+    use = scan.ticks.get(id(expr))
+    if innermost and use is not None:
+        before = [s for s in sites if s.time < use]
+        if before:
+            last = max(before, key=lambda s: s.time)
+            if _dominates(ctx, last) and not _loops_back(ctx, sites, last, use):
+                return current if last.kind != "other" and not _default_disagrees(ctx, last, current) else UNKNOWN
+    return _agreed(ctx, sites)
+
+
+def _default_disagrees(ctx: "Context", site: _Site, value: Value) -> bool:
+    """`device: torch.device = "cpu"`: the annotation is not the whole truth."""
+    if site.kind != "param" or site.value is None:
+        return False
+    if isinstance(site.value, cst.Name) and site.value.value == "None":
+        return False
+    return ctx.value_of(site.value).kind is not value.kind
+
+
+def _binding_scope(ctx: "Context", name: str) -> tuple[Optional[cst.CSTNode], bool]:
+    """The scope node that binds `name` as `ctx.lookup` sees it, and whether it
+    is the scope the walk is in now (not an enclosing function or the module)."""
+    for i, scope in enumerate(reversed(ctx.scopes)):
+        if scope.kind == "class" and i > 0:
+            continue
+        if scope.lookup(name) is not None:
+            return scope.node, i == 0
+    return None, False
+
+
+def _dominates(ctx: "Context", site: _Site) -> bool:
+    if site.block is None:
+        return True
+    return any(node is site.block for node in ctx.stack)
+
+
+def _loops_back(ctx: "Context", sites: list[_Site], last: _Site, use: int) -> bool:
+    """Can an assignment after the use reach it round a loop that `last` is not in?"""
+    around_use = {id(n) for n in ctx.stack if isinstance(n, _LOOPS)}
+    for site in sites:
+        if site.time > use:
+            for loop in site.loops:
+                if loop in around_use and loop not in last.loops:
+                    return True
+    return False
+
+
+def _agreed(ctx: "Context", sites: list[_Site]) -> Value:
+    """The value every assignment gives, when they all give the same kind."""
+    values = []
+    for site in sites:
+        if site.kind == "param":
+            value = ctx.annotation_value(site.annotation)  # callers pass anything else
+            if _default_disagrees(ctx, site, value):
+                return UNKNOWN
+        elif site.kind == "annassign":
+            value = ctx.annotation_value(site.annotation)
+            if value.kind is UNKNOWN.kind and site.value is not None:
+                value = ctx.value_of(site.value)
+        elif site.kind == "assign" and site.value is not None:
+            value = ctx.value_of(site.value)
+        else:
+            return UNKNOWN
+        values.append(value)
+    first = values[0]
+    if first.kind is UNKNOWN.kind or any(v.kind is not first.kind for v in values):
+        return UNKNOWN
+    if all(v == first for v in values):
+        return first
+    cls = first.cls if all(v.cls == first.cls for v in values) else None
+    return Value(first.kind, cls=cls)
+
+
+# -- scanning a scope ------------------------------------------------------
+def _scan(ctx: "Context", scope_node: cst.CSTNode) -> _Scan:
+    per_ctx = _cache.setdefault(ctx, {})
+    found = per_ctx.get(id(scope_node))
+    if found is None:
+        found = _Scanner(scope_node).run()
+        per_ctx[id(scope_node)] = found
+    return found
+
+
+class _Scanner:
+    def __init__(self, scope_node: cst.CSTNode) -> None:
+        self.root = scope_node
+        self.out = _Scan()
+        self.clock = 0
+        self.blocks: list[cst.CSTNode] = []
+        self.loops: list[int] = []
+
+    def run(self) -> _Scan:
+        root = self.root
+        if isinstance(root, cst.FunctionDef):
+            params = root.params
+            for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+                self._add(p.name.value, _Site(-1, None, (), "param", p.default, p.annotation))
+            for star in (params.star_arg, params.star_kwarg):
+                if isinstance(star, cst.Param):
+                    self._add(star.name.value, _Site(-1, None, (), "other"))
+            self._visit(root.body)
+        elif isinstance(root, cst.ClassDef):
+            self._visit(root.body)
+        else:
+            self._visit(root)
+        return self.out
+
+    def _tick(self) -> int:
+        self.clock += 1
+        return self.clock
+
+    def _add(self, name: str, site: _Site) -> None:
+        self.out.sites.setdefault(name, []).append(site)
+
+    def _site(self, kind: str, value=None, annotation=None, block=None) -> _Site:
+        return _Site(self.clock, block if block is not None else (self.blocks[-1] if self.blocks else None),
+                     tuple(self.loops), kind, value, annotation)
+
+    def _bind(self, target: cst.BaseExpression, kind: str, value=None, annotation=None, block=None) -> None:
+        if isinstance(target, cst.Name):
+            self._add(target.value, self._site(kind, value, annotation, block))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._bind(el.value, "other", block=block)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, "other", block=block)
+
+    def _visit(self, node: cst.CSTNode) -> None:
+        self.out.ticks[id(node)] = self._tick()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            for dec in node.decorators:
+                self._visit(dec)
+            self._tick()
+            self._add(node.name.value, self._site("other"))
+            return
+        if isinstance(node, cst.Lambda):
+            return
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            self.out.opaque.update(n.name.value for n in node.names if isinstance(n.name, cst.Name))
+            return
+        if isinstance(node, _BLOCKS):
+            self.blocks.append(node)
+        is_loop = isinstance(node, _LOOPS)
+        if is_loop:
+            self.loops.append(id(node))
+        if isinstance(node, cst.For):
+            self._visit(node.iter)
+            self._tick()
+            self._bind(node.target, "other", block=node.body)
+            self._visit(node.body)
+            if node.orelse is not None:
+                self._visit(node.orelse)
+        elif isinstance(node, cst.CompFor):
+            # Comprehension targets live in the comprehension's own scope.
+            self._visit(node.iter)
+            for cond in node.ifs:
+                self._visit(cond)
+            if node.inner_for_in is not None:
+                self._visit(node.inner_for_in)
+        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+            if node.type is not None:
+                self._visit(node.type)
+            self._tick()
+            self._bind(node.name.name, "other", block=node.body)
+            self._visit(node.body)
+        else:
+            for child in children(node):
+                self._visit(child)
+        if is_loop:
+            self.loops.pop()
+        if isinstance(node, _BLOCKS):
+            self.blocks.pop()
+        self._tick()
+        # Bindings take effect once the whole statement has run.
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                self._bind(t.target, "assign", node.value)
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            self._bind(node.target, "annassign", node.value, node.annotation)
+        elif isinstance(node, (cst.AugAssign, cst.NamedExpr)):
+            self._bind(node.target, "other")
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            self._bind(node.asname.name, "other")
+        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                local = alias.asname.name if alias.asname is not None else alias.name
+                while isinstance(local, cst.Attribute):
+                    local = local.value
+                self._bind(local, "other")
+        elif isinstance(node, cst.Del):
+            self._bind(node.target, "other")
