@@ -74,3 +74,18 @@ def test_device_chosen_under_a_guard_is_not_hardcoded():
 def test_cuda_with_a_device_the_caller_supplies_is_not_hardcoded():
     src = "import torch\ndef move(m, device):\n    return m.cuda(device)\nclass Q:\n    pass\nq = Q()\nq.quantizer.cuda(torch.ones(1), meta={})\n"
     assert codes(src) == []
+
+
+def test_helpers_of_a_gpu_test_module_are_guarded_by_its_skip_marker():
+    src = (
+        "import pytest, torch\n"
+        "requires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason='GPU')\n"
+        "def _inputs():\n    return torch.zeros(2, device='cuda')\n"
+        "@requires_gpu\ndef test_decode():\n    _inputs()\n"
+    )
+    assert codes(src) == []
+
+
+def test_a_flag_bound_to_true_is_no_guard():
+    src = "import torch\nuse_gpu = True\ndev = torch.device('cuda' if use_gpu else 'cpu')\nx = torch.ones(1).to(dev)\n"
+    assert codes(src) == [(4, "DEV101")]

@@ -9,7 +9,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from . import classes, events, guards, residence, torchapi
+from . import classes, events, guards, optimizers, residence, torchapi
 from .names import ImportTable, dotted
 from .scopes import ClassInfo, Scope
 from .values import MODULE, TENSOR, UNKNOWN, Device, Kind, Value, parse_device_string
@@ -19,6 +19,8 @@ _DATASET_BASES = frozenset(
      "torch.utils.data.dataset.Dataset", "torch.utils.data.dataset.IterableDataset"}
 )
 
+
+_TRUE = Value(Kind.TRUE_CONSTANT)
 
 class Context:
     def __init__(self, source: str) -> None:
@@ -202,6 +204,9 @@ class Context:
                 return scope.params[name]
         return None
 
+    def at_module_level(self) -> bool:
+        return len(self.scopes) == 1
+
     def current_function(self) -> Optional[cst.FunctionDef]:
         for scope in reversed(self.scopes):
             if scope.kind == "function":
@@ -230,7 +235,9 @@ class Context:
         """What `expr` evaluates to, as far as the code makes it clear."""
         if isinstance(expr, cst.Name):
             found = self.lookup(expr.value)
-            return UNKNOWN if found is None else found
+            if found is None:
+                return _TRUE if expr.value == "True" else UNKNOWN
+            return found
         if isinstance(expr, cst.Attribute):
             return self._attribute_value(expr)
         if isinstance(expr, cst.Call):
@@ -361,7 +368,7 @@ class Context:
                 return Value(Kind.GENERATOR, self._generator_device(call))
             if torchapi.is_module_constructor(qual):
                 return Value(Kind.MODULE, cls=qual)
-            if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[-1][:1].isupper():
+            if optimizers.is_optimizer_class(qual):  # not `torch.optim.lr_scheduler.StepLR`
                 return Value(Kind.OPTIMIZER)
             if qual in torchapi.DEVICE_COUNT_PROBES:
                 return Value(Kind.DEVICE_COUNT)
@@ -402,7 +409,7 @@ class Context:
                     return self.value_of(target).device
                 if not self.is_dtype(target):
                     # A device we cannot name; or, for what may as well be a dtype, unknown.
-                    return Device() if residence.looks_like_device(target) else None
+                    return Device() if residence.target_may_be_accelerator(self, target) else None
         return before
 
     def _generator_device(self, call: cst.Call) -> Optional[Device]:
@@ -413,7 +420,7 @@ class Context:
         device = self.device_of(arg)
         if device is not None:
             return device
-        return Device() if residence.looks_like_device(arg) else None
+        return Device() if residence.target_may_be_accelerator(self, arg) else None
 
     def _torch_device(self, call: cst.Call) -> Device:
         """`torch.device('cuda')`, `torch.device('cuda', 1)`, `torch.device(type='cuda', index=1)`."""
@@ -437,6 +444,11 @@ class Context:
             kind = Kind.DEVICE if body.kind is orelse.kind is Kind.DEVICE else Kind.DEVICE_STRING
             types = {v.device.type for v in (body, orelse) if v.device is not None}
             dtype = types.pop() if len(types) == 1 and body.kind is orelse.kind else None
+            if dtype is None and not guarded and guards.true_by_default(self, expr.test):
+                # `"cuda" if use_gpu else "cpu"` with `use_gpu = True`: the
+                # accelerator branch is taken where there is none.
+                accelerators = types & torchapi.ACCELERATOR_TYPES
+                dtype = accelerators.pop() if len(accelerators) == 1 else None
             return Value(kind, Device(dtype, literal=not guarded and dtype is not None, guarded=guarded))
         return body if body.kind is orelse.kind else UNKNOWN
 

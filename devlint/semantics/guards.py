@@ -21,6 +21,7 @@ import libcst as cst
 from . import torchapi
 from .names import dotted
 from .values import Kind
+from .tree import children
 
 if TYPE_CHECKING:
     from .context import Context
@@ -47,7 +48,7 @@ def _identifiers(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
             continue
         if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             continue
-        stack.extend(node.children)
+        stack.extend(children(node))
 
 
 def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True) -> bool:
@@ -108,12 +109,20 @@ AVAILABILITY = GuardKind(mentions_availability, torchapi.GUARD_WORDS, True)
 DEVICE_COUNT = GuardKind(mentions_device_count, torchapi.COUNT_WORDS, False)
 
 
+def true_by_default(ctx: "Context", test: cst.BaseExpression) -> bool:
+    """Is this condition a flag that is on by default (`use_gpu` after `use_gpu = True`)?"""
+    return isinstance(test, (cst.Name, cst.Attribute)) and _true_default_flag(ctx, test)
+
+
 def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
     """`use_gpu` with `def f(use_gpu=True)`, or `args.cuda` with an argparse
     `--cuda` whose default is True: a flag that is on by default guards nothing."""
     if isinstance(ident, cst.Name):
         default = ctx.param_default(ident.value)
-        return isinstance(default, cst.Name) and default.value == "True"
+        if isinstance(default, cst.Name) and default.value == "True":
+            return True
+        bound = ctx.lookup(ident.value)
+        return bound is not None and bound.kind is Kind.TRUE_CONSTANT
     if isinstance(ident, cst.Attribute) and isinstance(ident.value, cst.Name):
         return ident.attr.value in ctx.true_default_options
     return False
@@ -144,10 +153,14 @@ def is_early_exit(ctx: "Context", node: cst.CSTNode, kind: GuardKind = AVAILABIL
     if isinstance(node, cst.Assert):
         return kind.mentions(ctx, node.test)
     if isinstance(node, cst.Assign):
-        # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`
-        return any(
-            isinstance(t.target, cst.Name) and t.target.value == "pytestmark" for t in node.targets
-        ) and kind.mentions(ctx, node.value)
+        # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`, or a
+        # marker kept for reuse, `requires_gpu = pytest.mark.skipif(...)`, at module
+        # level: a GPU test module, whose undecorated helpers run only under it.
+        if not kind.mentions(ctx, node.value):
+            return False
+        if any(isinstance(t.target, cst.Name) and t.target.value == "pytestmark" for t in node.targets):
+            return True
+        return ctx.at_module_level() and isinstance(node.value, cst.Call) and _is_skip(node.value)
     return False
 
 

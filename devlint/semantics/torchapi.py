@@ -49,7 +49,9 @@ TENSOR_RETURNING_METHODS = frozenset(
         "index_select masked_fill sum mean max min abs exp log sqrt pow softmax "
         "log_softmax sigmoid tanh relu matmul mm bmm mul add sub div float_power "
         "unfold chunk_ split_ pin_memory requires_grad_ new_zeros new_ones new_empty "
-        "new_full new_tensor argmax argmin clamp clip"
+        "new_full new_tensor argmax argmin clamp clip to_dense to_sparse coalesce "
+        "float_ half_ masked_select nan_to_num exp_ add_ mul_ sub_ div_ clamp_ zero_ fill_ "
+        "copy_ normal_ uniform_ abs_ neg sign round floor ceil"
     ).split()
 )
 
@@ -72,7 +74,7 @@ NOT_MODULE_CONSTRUCTORS = frozenset(
     "torch.nn.UninitializedBuffer torch.nn.parameter.Parameter torch.nn.parameter.Buffer".split()
 )
 TENSOR_CONSTRUCTORS = NOT_MODULE_CONSTRUCTORS | frozenset({"torch.Tensor"})
-MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.Container"})
 
 
 def is_module_constructor(qual: str) -> bool:
@@ -136,8 +138,6 @@ DEVICE_STRING = re.compile(r"^(?P<type>[a-z_]+)(?::(?P<index>\d+))?$")
 # first: a condition that mentions one is treated as a guard.
 GUARD_WORDS = re.compile(r"cuda|gpu|mps|xpu|accel|available|device|distributed|rank|world_size|half|fp16|amp|cudnn", re.I)
 
-# Probes of how many accelerators there are. A condition comparing with one of
-# these checks a device ordinal (`if torch.cuda.device_count() > 1:`).
 # Tensor properties that name its device type: `t.is_cuda`, never `t.is_cuda()`.
 TENSOR_DEVICE_PROPERTIES = frozenset(
     "is_cuda is_cpu is_mps is_xpu is_meta is_ipu is_maia is_mtia is_mkldnn is_vulkan is_xla".split()
@@ -156,6 +156,8 @@ LEGACY_CPU_CONSTRUCTORS = {
 # `cpu` or `meta` reports no index.
 INDEXED_DEVICE_TYPES = frozenset({"cuda", "mps", "xpu"})
 
+# Probes of how many accelerators there are. A condition comparing with one of
+# these checks a device ordinal (`if torch.cuda.device_count() > 1:`).
 DEVICE_COUNT_PROBES = frozenset(
     {"torch.cuda.device_count", "torch.accelerator.device_count", "torch.xpu.device_count", "torch.mps.device_count"}
 )

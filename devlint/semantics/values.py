@@ -23,6 +23,7 @@ class Kind(Enum):
     MODULE_OUTPUT = "module-output"  # what calling a Module returned: tensors, usually
     GENERATOR = "generator"  # a torch.Generator (Value.device: the device it draws on)
     OBJECT = "object"  # an instance of a local class that is no Module (see Value.cls)
+    TRUE_CONSTANT = "true"  # the literal True (`use_gpu = True`: a flag that guards nothing)
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,10 @@ class Device:
     literal: bool = False
     # Chosen by an availability check (`'cuda' if torch.cuda.is_available() else 'cpu'`).
     guarded: bool = False
-
     # The device of a live tensor (`x.device`): on an accelerator it always
     # carries an index (`cuda:0`), unlike `torch.device('cuda')`.
     of_tensor: bool = False
+
     @property
     def is_accelerator(self) -> bool:
         return self.type in torchapi.ACCELERATOR_TYPES
