@@ -234,15 +234,20 @@ class Supervisor:
         return lines[-1] if lines else "no output"
 
     def _read(self, deadline: float) -> Optional[dict]:
-        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        """The supervisor's next line, or None: timed out, or it died (or was
+        killed and closed by the verifier, from another thread)."""
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
+            try:
+                fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+                ready, _, _ = select.select([fd], [], [], remaining)
+                chunk = os.read(fd, 65536) if ready else None
+            except (OSError, ValueError):
+                return None
+            if chunk is None:
                 continue
-            chunk = os.read(fd, 65536)
             if not chunk:
                 return None
             self._buffer += chunk
@@ -272,27 +277,28 @@ class Supervisor:
         return done
 
     def kill(self) -> None:
+        """Kill the supervisor and the snippet it is running (safe from any thread)."""
         _killpg(self.cell_pid)
         _killpg(self.proc.pid)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                if stream:
-                    stream.close()
-            except OSError:
-                pass
 
     def close(self) -> None:
+        """Ask the supervisor to stop (it exits when its stdin closes), then make sure."""
         try:
             if self.proc.stdin:
                 self.proc.stdin.close()
             self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+        except (OSError, ValueError, subprocess.TimeoutExpired):
             pass
         self.kill()
+        try:
+            if self.proc.stdout:
+                self.proc.stdout.close()
+        except OSError:
+            pass
 
 
 class Sandbox:
