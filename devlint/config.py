@@ -320,7 +320,7 @@ def selection(
     if cli_select:
         selectors, ignores = list(cli_select), list(cli_ignore)
     else:
-        selectors = list(config.select or ("ALL",)) + list(config.extend_select)
+        selectors = list(config.select if config.select is not None else ("ALL",)) + list(config.extend_select)
         ignores = list(config.ignore) + list(cli_ignore)
     selectors += list(cli_extend_select)
     codes = tuple(r.code for r in registry.select(selectors, ignores))

@@ -36,6 +36,17 @@ def readme_config() -> str:
     return re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
 
 
+def test_hooks_file_declares_both_hooks():
+    import yaml  # pre-commit's own dependency
+
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"devlint", "devlint-fix"}
+    for hook in hooks.values():
+        assert hook["language"] == "python" and hook["types_or"] == ["python", "jupyter"]
+        assert hook["require_serial"] is True and hook["args"] == ["--force-exclude"]
+    assert "--fix" in hooks["devlint-fix"]["entry"].split() and "--fix" not in hooks["devlint"]["entry"].split()
+
+
 @pytest.fixture(scope="module")
 def hook_source(tmp_path_factory) -> tuple[Path, str]:
     """This repository's working tree as a git repository pre-commit can clone."""

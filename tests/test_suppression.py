@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from cli_run import DEV201_LINE, codes, devlint
 
 HEAD = "import torch\nx = torch.randn(3)\n"
@@ -17,29 +15,30 @@ def lint(root: Path, *args: str):
     return out
 
 
-@pytest.mark.parametrize(
-    "comment, silenced",
-    [
-        ("# noqa", True),
-        ("# noqa: DEV201", True),
-        ("# NOQA:DEV201", True),
-        ("#noqa:dev201", True),
-        ("# noqa: DEV2", True),
-        ("# noqa: DEV101, DEV201", True),
-        ("# noqa:DEV101,DEV201", True),
-        ("# noqa: DEV101 DEV201", True),
-        ("# noqa: E501,DEV201  -- dtype first on purpose", True),
-        ("# noqa: DEV101", False),
-        ("# noqa: E501", False),
-        ("# noqa: DEV20", True),
-        ("# noqa: DEV202", False),
-        ("# no qa", False),
-    ],
-)
-def test_line_noqa_follows_flake8(tmp_path, comment, silenced):
-    (tmp_path / "a.py").write_text(f"{HEAD}{DEV201_LINE}  {comment}\n")
-    found = codes(lint(tmp_path, "a.py"))
-    assert (found == []) is silenced, found
+LINE_COMMENTS = [  # (comment, silences DEV201?)
+    ("# noqa", True),
+    ("# noqa: DEV201", True),
+    ("# NOQA:DEV201", True),
+    ("#noqa:dev201", True),
+    ("# noqa: DEV2", True),
+    ("# noqa: DEV101, DEV201", True),
+    ("# noqa:DEV101,DEV201", True),
+    ("# noqa: DEV101 DEV201", True),
+    ("# noqa: E501,DEV201  -- dtype first on purpose", True),
+    ("# noqa: DEV20", True),
+    ("# noqa: DEV101", False),
+    ("# noqa: E501", False),
+    ("# noqa: DEV202", False),
+    ("# no qa", False),
+]
+
+
+def test_line_noqa_follows_flake8(tmp_path):
+    lines = [f"{DEV201_LINE}  {comment}" for comment, _ in LINE_COMMENTS]
+    (tmp_path / "a.py").write_text(HEAD + "\n".join(lines) + "\n")
+    reported = {row for _, row, _ in codes(lint(tmp_path, "a.py"))}
+    for n, (comment, silenced) in enumerate(LINE_COMMENTS, start=3):
+        assert (n not in reported) is silenced, comment
 
 
 def test_noqa_only_silences_its_own_line(tmp_path):
@@ -47,19 +46,21 @@ def test_noqa_only_silences_its_own_line(tmp_path):
     assert codes(lint(tmp_path, "a.py")) == [("a.py", 4, "DEV201")]
 
 
-@pytest.mark.parametrize(
-    "directive, expected",
-    [
-        ("# devlint: noqa", []),
-        ("# DEVLINT: NOQA", []),
-        ("#devlint:noqa:DEV2", [("a.py", 5, "DEV101")]),
-        ("# devlint: noqa: DEV1", [("a.py", 4, "DEV201")]),
-        ("# devlint: noqa: DEV101, DEV201", []),
-    ],
-)
-def test_file_level_noqa(tmp_path, directive, expected):
-    (tmp_path / "a.py").write_text(f"{directive}\n{HEAD}{DEV201_LINE}\ny = torch.ones(1).cuda()\n")
-    assert codes(lint(tmp_path, "a.py")) == expected
+FILE_DIRECTIVES = [  # (directive, what is still reported)
+    ("# devlint: noqa", []),
+    ("# DEVLINT: NOQA", []),
+    ("#devlint:noqa:DEV2", [(5, "DEV101")]),
+    ("# devlint: noqa: DEV1", [(4, "DEV201")]),
+    ("# devlint: noqa: DEV101, DEV201", []),
+]
+
+
+def test_file_level_noqa(tmp_path):
+    for n, (directive, _) in enumerate(FILE_DIRECTIVES):
+        (tmp_path / f"f{n}.py").write_text(f"{directive}\n{HEAD}{DEV201_LINE}\ny = torch.ones(1).cuda()\n")
+    found = codes(lint(tmp_path, "."))
+    for n, (directive, expected) in enumerate(FILE_DIRECTIVES):
+        assert [(row, code) for f, row, code in found if f == f"f{n}.py"] == expected, directive
 
 
 def test_file_level_noqa_must_stand_on_its_own_line(tmp_path):
