@@ -93,7 +93,11 @@ def open_document(path: Path, data: bytes) -> Document:
 def lint_text(text: str, filename: str, rules: Sequence[type[Rule]], settings: Settings) -> FileResult:
     """One lint of a text; with --report-unused-noqa, also the directives that silence nothing."""
     if not settings.report_unused_noqa:
-        return lint_source(text, filename, rules, settings.prefilter)
+        result = lint_source(text, filename, rules, settings.prefilter)
+        if result.diagnostics and result.diagnostics[0].code == "DEV000":
+            # The engine stops at a syntax error before suppressions apply.
+            result.diagnostics = suppression.filter_noqa(text, result.diagnostics)
+        return result
     with suppression.disabled():
         result = lint_source(text, filename, rules, settings.prefilter)
     kept, unused = suppression.unused_directives(text, result.diagnostics, [r.code for r in rules], filename)

@@ -129,3 +129,10 @@ def test_plain_fix_leaves_noqa_comments_alone(tmp_path):
 def test_unused_noqa_obeys_ignore(tmp_path):
     (tmp_path / "a.py").write_text(UNUSED)
     assert codes(lint(tmp_path, "--report-unused-noqa", "--ignore", "DEV001", "a.py")) == []
+
+
+def test_file_level_noqa_silences_a_syntax_error_too(tmp_path):
+    (tmp_path / "a.py").write_text("import torch\ndef f(:\n    return torch.ones(1).cuda()\n")
+    assert codes(lint(tmp_path, "a.py")) == [("a.py", 2, "DEV000")]
+    (tmp_path / "a.py").write_text("# devlint: noqa\nimport torch\ndef f(:\n    return torch.ones(1).cuda()\n")
+    assert codes(lint(tmp_path, "a.py")) == []
