@@ -307,8 +307,17 @@ def _execute(req: dict, result_path: str, sandbox: dict) -> int:
     warnings.showwarning = show
     warnings.simplefilter("always")
 
+    main_file = req.get("main_file")
+    if not main_file:
+        # __main__'s file holds exactly this program (prelude + cell): a
+        # process started with the "spawn" method re-runs __main__ from its
+        # file, and must re-run this cell, not every cell of the fixture.
+        os.makedirs(os.path.join(req["dir"], "program"), exist_ok=True)
+        main_file = os.path.join(req["dir"], "program", os.path.basename(target))
+        with open(main_file, "w", encoding="utf-8") as f:
+            f.write(req["source"])
     main = types.ModuleType("__main__")
-    main.__file__ = req.get("main_file") or target
+    main.__file__ = main_file
     main.__builtins__ = __builtins__
     sys.modules["__main__"] = main
     sys.argv = list(req.get("argv") or [target])

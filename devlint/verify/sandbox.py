@@ -75,6 +75,7 @@ class Job:
     argv: tuple[str, ...] = ()
     sys_path: tuple[str, ...] = ()
     timeout: Optional[float] = None
+    main_file: Optional[str] = None  # __main__.__file__; default: a copy of `source` in the private directory
 
 
 @dataclass
@@ -396,6 +397,7 @@ class Sandbox:
         return {
             "op": op, "dir": str(celldir), "filename": job.filename, "source": job.source,
             "argv": list(job.argv) or [job.filename], "sys_path": list(job.sys_path), "timeout": timeout,
+            "main_file": job.main_file,
             "output_cap": self.limits.output_cap, "max_processes": self.limits.max_processes,
             "max_file_bytes": self.limits.max_file_bytes,
         }

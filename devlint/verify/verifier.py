@@ -381,7 +381,10 @@ def verify_script(path: Path, machine: Machine, sandbox: Sandbox, rules: Sequenc
     for backend in RUN_BACKENDS:
         env = machine.environment(backend)
         if env is not None:
-            jobs[backend] = Job(backend, env, str(real), source.text, argv=(str(real),), sys_path=(str(real.parent),), timeout=timeout)
+            jobs[backend] = Job(
+                backend, env, str(real), source.text, argv=(str(real),), sys_path=(str(real.parent),),
+                timeout=timeout, main_file=str(real),
+            )
     unique: dict[str, Job] = {}
     for job in jobs.values():  # on a CPU-only machine no-accel is the only run
         unique.setdefault(job.environment.key, job)
