@@ -171,7 +171,7 @@ def _scan_attributes(info: ClassInfo) -> ClassAttributes:
                     for attr_node in _self_attribute_targets(target):
                         stores.add(id(attr_node))
                         value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
-                        if isinstance(node, cst.Assign) and isinstance(target, cst.Attribute):
+                        if not isinstance(node, cst.AugAssign) and isinstance(target, cst.Attribute):
                             facts(attr_node.attr.value).assigned_in.append((method_name, value))
                         else:  # unpacking or augmented: some value we do not follow
                             facts(attr_node.attr.value).assigned_in.append((method_name, None))
@@ -192,8 +192,10 @@ def _scan_attributes(info: ClassInfo) -> ClassAttributes:
                     if _is_self_attribute(arg.value):
                         facts(arg.value.attr.value).passed = True  # type: ignore[union-attr]
                 func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in _MOVING_ATTRS and _is_self_attribute(func.value):
-                    facts(func.value.attr.value).moved = True  # type: ignore[union-attr]
+                if isinstance(func, cst.Attribute) and func.attr.value in _MOVING_ATTRS:
+                    root = _chain_root(func.value)  # `self.x[:n].unsqueeze(0).to(device)`
+                    if root is not None:
+                        facts(root).moved = True
         for node, parent in _walk_with_parent(method):
             if _is_self_attribute(node) and id(node) not in stores:
                 if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _METADATA_ATTRS:
@@ -222,6 +224,21 @@ def _walk_with_parent(node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, Optional
         n, parent = stack.pop()
         yield n, parent
         stack.extend((c, n) for c in reversed(children(n)))
+
+
+def _chain_root(expr: cst.BaseExpression) -> Optional[str]:
+    """`x` for `self.x`, `self.x[:n]`, `self.x.unsqueeze(0).expand(b, -1)`."""
+    while True:
+        if _is_self_attribute(expr):
+            return expr.attr.value  # type: ignore[union-attr]
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "data"):
+            expr = expr.value
+        else:
+            return None
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:
@@ -262,3 +279,93 @@ def _string(expr: cst.BaseExpression) -> Optional[str]:
         value = expr.evaluated_value
         return value if isinstance(value, str) else None
     return None
+
+
+# -- does a module hold state (parameters or buffers)? ---------------------------
+
+# torch.nn modules without parameters or buffers of their own: leaving one
+# unregistered loses nothing (activations, dropout, pooling, shape helpers, losses).
+STATELESS_NN_MODULES = frozenset(
+    (
+        "ReLU ReLU6 LeakyReLU ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Softmax Softmax2d LogSoftmax "
+        "Softplus Softsign Softmin Hardtanh Hardswish Hardsigmoid Hardshrink Softshrink Tanhshrink Threshold "
+        "LogSigmoid GLU Identity Flatten Unflatten Dropout Dropout1d Dropout2d Dropout3d AlphaDropout "
+        "FeatureAlphaDropout MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d "
+        "AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d "
+        "LPPool2d Upsample UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ChannelShuffle "
+        "ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d ReflectionPad2d "
+        "ReplicationPad1d ReplicationPad2d CosineSimilarity PairwiseDistance Fold Unfold "
+        "MSELoss L1Loss SmoothL1Loss HuberLoss KLDivLoss CosineEmbeddingLoss MarginRankingLoss "
+        "HingeEmbeddingLoss TripletMarginLoss CTCLoss PoissonNLLLoss GaussianNLLLoss SoftMarginLoss "
+        "MultiLabelSoftMarginLoss CrossEntropyLoss NLLLoss BCELoss BCEWithLogitsLoss MultiMarginLoss"
+    ).split()
+)
+# Keyword arguments that give an otherwise stateless module a buffer (`CrossEntropyLoss(weight=w)`).
+_STATE_KEYWORDS = frozenset({"weight", "pos_weight"})
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+
+def constructs_stateful_module(ctx: "Context", expr: cst.BaseExpression) -> bool:
+    """Does `expr` build an nn.Module that holds parameters or buffers?
+    `nn.Linear(4, 4)`, `Block(dim)` of a local Module class with state,
+    `nn.Sequential(nn.Conv2d(...), nn.ReLU())` — not `nn.ReLU()`, not `nn.MSELoss()`."""
+    if not isinstance(expr, cst.Call):
+        return False
+    value = ctx.value_of(expr)
+    if not value.is_module:
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu", "half", "float", "double", "train", "eval"):
+        return constructs_stateful_module(ctx, func.value)
+    qual = ctx.qualify(func)
+    if qual is not None:
+        last = qual.rsplit(".", 1)[-1]
+        if last in _CONTAINERS:
+            args = [a for a in expr.args if a.keyword is None]
+            return any(a.star or not isinstance(a.value, cst.Call) or constructs_stateful_module(ctx, a.value) for a in args)
+        if last in STATELESS_NN_MODULES:
+            return any(a.keyword is not None and a.keyword.value in _STATE_KEYWORDS for a in expr.args)
+        return True
+    if isinstance(func, cst.Name):
+        info = ctx.classes.get(func.value)
+        return info is not None and class_has_state(ctx, info)
+    return False
+
+
+def class_has_state(ctx: "Context", info: ClassInfo, _seen: Optional[set[str]] = None) -> bool:
+    """Does a local nn.Module class hold parameters or buffers: it creates
+    `nn.Parameter`/`nn.Buffer`, registers some, builds stateful submodules, or
+    derives from a base other than `nn.Module` that may hold state?"""
+    cached = info.facts.get("has_state")
+    if isinstance(cached, bool):
+        return cached
+    seen = _seen if _seen is not None else set()
+    seen.add(info.name)
+    result = False
+    for base in info.bases:
+        local = ctx.classes.get(base)
+        if local is not None:
+            if local.name not in seen and class_has_state(ctx, local, seen):
+                result = True
+        elif base.rsplit(".", 1)[-1] not in ("Module", "object", "ABC", "Generic", "Protocol") and base:
+            result = True  # e.g. nn.Linear, PreTrainedModel: may hold state
+    if not result:
+        for node in _walk(info.node):
+            if not isinstance(node, cst.Call):
+                continue
+            name = _called_name(node) or ""
+            last = name.rsplit(".", 1)[-1]
+            if last in _REGISTERING_CONSTRUCTORS or last in ("register_buffer", "register_parameter"):
+                result = True
+                break
+            qual = ctx.qualify(node.func)
+            if qual is not None and qual.startswith("torch.nn.") and last[:1].isupper():
+                if last not in STATELESS_NN_MODULES and last not in _CONTAINERS:
+                    result = True
+                    break
+            local = ctx.classes.get(name)
+            if local is not None and local.name not in seen and local.is_module and class_has_state(ctx, local, seen):
+                result = True
+                break
+    info.facts["has_state"] = result
+    return result

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from . import torchapi
+from .tree import children
 from .values import Device, Kind, Value
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ DATA_FACTORIES = frozenset(f"torch.{n}" for n in "tensor as_tensor asarray".spli
 
 # Attributes of a module's output that are not its data.
 _NOT_DATA_ATTRS = frozenset("shape dtype device ndim is_cuda requires_grad names layout".split())
+NOT_DATA_ATTRS = _NOT_DATA_ATTRS  # attributes of a tensor (or output) that are metadata, not data
 
 # Tensor methods whose result is no tensor (metadata, Python values).
 NON_TENSOR_METHODS = frozenset(
@@ -70,7 +72,8 @@ def may_be_accelerator(device: Optional[Device]) -> bool:
     if device is None:
         return False
     if device.type is None:
-        return True
+        # `x.device` of a tensor whose place we do not know: unknown, not "maybe".
+        return not getattr(device, "of_tensor", False)
     return device.type in torchapi.ACCELERATOR_TYPES
 
 
@@ -97,6 +100,8 @@ def target_may_be_accelerator(ctx: "Context", expr: Optional[cst.BaseExpression]
     """May the device argument `expr` of a `.to(...)` / `device=` be an accelerator?"""
     if expr is None:
         return False
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
+        return _device_attribute_may_be_accelerator(ctx, expr.value)
     device = ctx.device_of(expr)
     if device is not None:
         return may_be_accelerator(device)
@@ -106,6 +111,25 @@ def target_may_be_accelerator(ctx: "Context", expr: Optional[cst.BaseExpression]
     if value.is_tensor:  # `.to(other)`: where the other tensor is
         return may_be_accelerator(value.device)
     return looks_like_device(expr)
+
+
+# Objects whose `.device` is the run's chosen device (not some tensor's).
+_DEVICE_HOLDERS = frozenset(
+    "self args opt opts cfg config conf hparams accelerator trainer training_args state fabric "
+    "strategy model pipe pipeline engine runner".split()
+)
+
+
+def _device_attribute_may_be_accelerator(ctx: "Context", base: cst.BaseExpression) -> bool:
+    """`<base>.device`: where `base` lives if it is data we can place; the run's
+    device for a model or a settings object (`args.device`, `self.device`)."""
+    value = ctx.value_of(base)
+    if value.kind in (Kind.TENSOR, Kind.MODULE_OUTPUT):
+        return may_be_accelerator(value.device)
+    if value.is_module:
+        return True
+    leaf = base.attr.value if isinstance(base, cst.Attribute) else base.value if isinstance(base, cst.Name) else ""
+    return leaf in _DEVICE_HOLDERS or leaf.endswith(("model", "args", "config"))
 
 
 def data_device(ctx: "Context", expr: cst.BaseExpression) -> Optional[Device]:
@@ -235,3 +259,71 @@ def combined_device(left: Value, right: Value) -> Optional[Device]:
                 return device
         return left.device
     return left.device if left.is_tensor else right.device
+
+
+# torch functions whose tensor arguments must all be on one device.
+SAME_DEVICE_FUNCTIONS = frozenset(
+    f"torch.{n}"
+    for n in (
+        "cat concat concatenate stack hstack vstack dstack column_stack where matmul mm bmm einsum "
+        "add sub subtract mul multiply div divide true_divide maximum minimum fmax fmin gather "
+        "index_select masked_fill masked_select cdist dot outer addmm addbmm baddbmm lerp eq ne lt le "
+        "gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bucketize searchsorted "
+        "cartesian_prod block_diag atan2 remainder fmod pow"
+    ).split()
+) | frozenset(
+    f"torch.nn.functional.{n}"
+    for n in (
+        "embedding linear bilinear conv1d conv2d conv3d conv_transpose1d conv_transpose2d "
+        "cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss binary_cross_entropy "
+        "binary_cross_entropy_with_logits kl_div cosine_similarity scaled_dot_product_attention "
+        "layer_norm group_norm batch_norm"
+    ).split()
+)
+# Tensor methods whose tensor arguments must be on the receiver's device.
+SAME_DEVICE_METHODS = frozenset(
+    "masked_fill masked_fill_ add add_ sub sub_ mul mul_ div div_ matmul mm bmm where gather "
+    "index_select scatter scatter_ scatter_add scatter_add_ masked_scatter masked_scatter_ "
+    "masked_select eq ne lt le gt ge maximum minimum lerp lerp_ addcmul addcmul_ addcdiv addcdiv_ "
+    "copysign dot outer pow logical_and logical_or".split()
+)
+
+# Uses of a name that show it holds a tensor (`x.shape`, `x.view(...)`).
+_TENSOR_USES = frozenset(
+    "shape size device dim ndim view reshape transpose permute unsqueeze squeeze contiguous "
+    "new_zeros new_ones new_full new_empty new_tensor masked_fill type_as numel flatten expand "
+    "expand_as repeat softmax matmul clone detach float half bfloat16 is_cuda".split()
+)
+
+
+def tensor_params(ctx: "Context", function: cst.FunctionDef) -> list[str]:
+    """The parameters of `function` that hold tensors, in order: annotated
+    `Tensor` (also `Optional[Tensor]`, `Tensor | None`), or used as one in the
+    body (`x.shape`, `x.view(...)`, `x.device`)."""
+    params = function.params
+    names = [p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value != "self"]
+    used: set[str] = set()
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.attr.value in _TENSOR_USES:
+            used.add(node.value.value)
+        stack.extend(children(node))
+    out = []
+    for p in names:
+        annotated = p.annotation is not None and _mentions_tensor(p.annotation.annotation)
+        if annotated or p.name.value in used:
+            out.append(p.name.value)
+    return out
+
+
+def _mentions_tensor(annotation: cst.CSTNode) -> bool:
+    stack: list[cst.CSTNode] = [annotation]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor"):
+            return True
+        if isinstance(node, cst.SimpleString) and "Tensor" in node.value:
+            return True
+        stack.extend(children(node))
+    return False

@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..claims import Claim
+from ..diagnostics import FixAvailability
+from ..rule import NodeFix, Rule
+from ..semantics import Kind, classes, residence, torchapi
+
+
+class TensorAttributeNotBuffer(Rule):
+    """
+    ## What it does
+    Flags `self.x = torch.<factory>(...)` in the `__init__` of an `nn.Module`
+    subclass — a plain tensor attribute, neither an `nn.Parameter`, an
+    `nn.Buffer`, nor registered with `register_buffer` — that another method
+    of the class reads.
+
+    ## Why is this bad?
+    `model.to(device)`, `model.cuda()` and `model.half()` move and convert the
+    module's parameters and buffers only. A plain tensor attribute stays on
+    the CPU, and the first `forward` on a GPU fails with
+    `RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!`.
+    It is also missing from `state_dict()`.
+
+    Not flagged: 0-dim tensors (`torch.tensor(0.5)` mixes with CUDA tensors),
+    attributes the class moves itself (`self.x.to(x.device)`), registers
+    later or wraps in `nn.Parameter`, classes that override `_apply`/`to`, and
+    classes that are no `nn.Module`.
+
+    ## Example
+    ```python
+    class Normalize(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mean = torch.tensor([0.485, 0.456, 0.406])
+
+        def forward(self, x):
+            return x - self.mean
+    ```
+
+    ## Use instead
+    ```python
+    class Normalize(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]), persistent=False)
+
+        def forward(self, x):
+            return x - self.mean
+    ```
+
+    ## Fix safety
+    Unsafe: the fix registers a non-persistent buffer, so `state_dict()` is
+    unchanged, but the tensor now follows `model.half()` / `.double()` too,
+    and `register_buffer` fails if it runs before `super().__init__()`.
+    """
+
+    code = "DEV302"
+    name = "tensor-attribute-not-buffer"
+    message = "Tensor stored as a plain attribute of an `nn.Module`: `model.to(device)` leaves it behind; register it as a buffer"
+    fix_availability = FixAvailability.UNSAFE
+    claim = Claim(
+        backends=("cpu", "cuda"),
+        summary="the tensor is no buffer of the module, so `model.to(device)` leaves it on the CPU "
+        "(on CUDA, forward then raises `Expected all tensors to be on the same device`)",
+        postcondition=True,
+    )
+    triggers = ("self.",)
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        # Local names of the current `__init__` bound to a fresh host tensor.
+        self._fresh_names: dict[int, set[str]] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if isinstance(target, cst.Name):
+            if classes.in_init(self.ctx) is not None:
+                names = self._fresh_names.setdefault(id(self.ctx.current_function()), set())
+                if self._fresh_host_tensor(node.value):
+                    names.add(target.value)
+                else:
+                    names.discard(target.value)
+            return
+        self._check(node, target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._check(node, node.target, node.value)
+
+    def _check(self, statement: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"):
+            return
+        info = classes.in_init(self.ctx)
+        if info is None or residence.default_device_overridden(self.ctx):
+            return
+        if not self._fresh_host_tensor(value):
+            return
+        facts = classes.attributes(info)
+        attr = target.attr.value
+        seen = facts.get(attr)
+        if facts.custom_move or seen.registered or seen.moved or seen.passed:
+            return
+        others = [v for _, v in seen.assigned_in if v is not value]
+        if any(v is None or not self._fresh_host_tensor(v) for v in others):
+            return  # also assigned something else (a Parameter, a moved tensor) somewhere
+        if not (seen.read_in - {"__init__"}):
+            return  # never used after construction
+        self.report(value, fix=self._fix(statement, attr, value))
+
+    def _fresh_host_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A tensor of one dimension or more made on the default device here:
+        a host factory, maybe through dtype/shape methods and arithmetic."""
+        if isinstance(expr, cst.Name):
+            return expr.value in self._fresh_names.get(id(self.ctx.current_function()), ())
+        if isinstance(expr, cst.Call):
+            if residence.host_factory(self.ctx, expr):
+                return True
+            qual = self.ctx.qualify(expr.func)
+            if qual in torchapi.TENSOR_FUNCTIONS and qual not in torchapi.FACTORIES and qual not in torchapi.LIKE_FACTORIES:
+                # `torch.exp(torch.arange(n) * c)`: computed from fresh host tensors only.
+                args = [a.value for a in expr.args if a.keyword is None]
+                return bool(args) and self._fresh_host_tensor(args[0]) and all(
+                    self._scalar(a) or self._fresh_host_tensor(a) for a in args[1:]
+                )
+            func = expr.func
+            if isinstance(func, cst.Attribute):
+                method = func.attr.value
+                if method in torchapi.MOVE_METHODS and method not in _DTYPE_METHODS:
+                    return False
+                if method in _KEEPS_DEVICE:
+                    return self._fresh_host_tensor(func.value)
+            return False
+        if isinstance(expr, cst.BinaryOperation):
+            sides = [expr.left, expr.right]
+            fresh = [s for s in sides if self._fresh_host_tensor(s)]
+            others = [s for s in sides if s not in fresh]
+            return bool(fresh) and all(self._scalar(s) or self._fresh_host_tensor(s) for s in others)
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+            other = expr.comparisons[0].comparator
+            return (self._fresh_host_tensor(expr.left) and self._scalar(other)) or (
+                self._fresh_host_tensor(other) and self._scalar(expr.left)
+            )
+        if isinstance(expr, cst.UnaryOperation):
+            return self._fresh_host_tensor(expr.expression)
+        return False
+
+    def _scalar(self, expr: cst.BaseExpression) -> bool:
+        """A Python number as far as we can tell: literals, `dim`, `math.log(x) / dim`."""
+        if _plain_number(expr):
+            return True
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return self.ctx.value_of(expr).kind is Kind.UNKNOWN and not self._fresh_host_tensor(expr)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._scalar(expr.left) and self._scalar(expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._scalar(expr.expression)
+        if isinstance(expr, cst.Call):
+            qual = self.ctx.qualify(expr.func)
+            if qual is None:
+                return isinstance(expr.func, cst.Name) and expr.func.value in _SCALAR_BUILTINS
+            return qual.startswith("math.")
+        return False
+
+    def _fix(self, statement: cst.CSTNode, attr: str, value: cst.BaseExpression) -> Optional[NodeFix]:
+        if not isinstance(self.ctx.parent(), cst.SimpleStatementLine):
+            return None
+        call = cst.parse_expression(f'self.register_buffer("{attr}", VALUE, persistent=False)')
+        assert isinstance(call, cst.Call)
+        args = list(call.args)
+        args[1] = args[1].with_changes(value=value.with_changes(lpar=[], rpar=[]) if _redundant_parens(value) else value)
+        return self.fix("Register it as a non-persistent buffer", [(statement, cst.Expr(call.with_changes(args=args)))])
+
+
+# Methods that keep a tensor where it is (dtype, shape, arithmetic).
+_DTYPE_METHODS = frozenset("half float double bfloat16 int long bool byte char short".split())
+_KEEPS_DEVICE = _DTYPE_METHODS | frozenset(
+    "view reshape unsqueeze squeeze transpose permute t expand repeat flatten contiguous clone detach "
+    "float_power pow exp log sqrt abs neg cumsum cumprod triu tril flip roll tile repeat_interleave "
+    "outer matmul mul add sub div softmax log_softmax sigmoid tanh".split()
+)
+
+
+_SCALAR_BUILTINS = frozenset({"float", "int", "len", "max", "min", "round", "abs", "pow"})
+
+
+def _plain_number(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float))
+
+
+def _redundant_parens(expr: cst.BaseExpression) -> bool:
+    return bool(expr.lpar) and isinstance(expr, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))

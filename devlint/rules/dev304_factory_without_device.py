@@ -1,0 +1,348 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from ..claims import Claim
+from ..diagnostics import FixAvailability
+from ..rule import NodeFix, Rule
+from ..semantics import Kind, classes, residence, torchapi
+from ..semantics.tree import children
+
+# Methods of a fresh tensor that keep it where it is.
+_KEEPS_DEVICE = frozenset(
+    "half float double bfloat16 int long bool byte char short view reshape unsqueeze squeeze "
+    "transpose permute t expand expand_as repeat flatten contiguous clone detach triu tril flip "
+    "roll tile repeat_interleave exp log sqrt abs neg pow cumsum cumprod sum mean softmax sigmoid "
+    "view_as reshape_as unbind chunk split narrow select".split()
+)
+_TRANSPARENT_ATTRS = frozenset({"T", "mT", "data"})
+
+
+@dataclass(frozen=True)
+class _Meeting:
+    """Where a fresh host tensor ends up: it meets `other` (None: a module's
+    parameters), or is bound to the local name `bound`."""
+
+    met: bool = False
+    other: Optional[cst.BaseExpression] = None
+    bound: Optional[str] = None
+
+
+_NOTHING = _Meeting()
+
+
+class FactoryWithoutDevice(Rule):
+    """
+    ## What it does
+    Flags `torch.zeros`, `ones`, `arange`, `full`, `eye`, `tensor([...])`,
+    `randn` and the other factories called without `device=` inside an
+    `nn.Module`'s `forward` (or a helper `forward` calls) when the new tensor
+    then meets an input, a parameter or a submodule: in arithmetic, in
+    `torch.cat`/`where`/`matmul`, as the argument of a submodule
+    (`self.embed(positions)`), or in `masked_fill`.
+
+    ## Why is this bad?
+    A factory without `device=` makes its tensor on the CPU. Once the model
+    and its inputs are on a GPU, the operation that mixes them fails with
+    `RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!`
+    The model works in CPU tests and breaks on the first GPU run.
+
+    Not flagged: factories with `device=`, `torch.zeros_like(x)`,
+    `x.new_zeros(...)`, 0-dim tensors (`torch.tensor(0.5)` mixes with any
+    device), results moved before use (`.to(x.device)`, `.type_as(x)`), tensors
+    used as indices, and files that change the default device.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        positions = torch.arange(x.shape[1])
+        return x + self.pos_embed(positions)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        positions = torch.arange(x.shape[1], device=x.device)
+        return x + self.pos_embed(positions)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix adds `device=<input>.device` for an input tensor of the
+    method, which is where the model runs only if that input is on the
+    model's device — usually, not always (a model split over several GPUs).
+    """
+
+    code = "DEV304"
+    name = "factory-without-device"
+    message = "`{factory}()` without `device=` in `forward` makes a CPU tensor that then meets the model's tensors"
+    fix_availability = FixAvailability.UNSAFE
+    claim = Claim(
+        backends=("cuda",),
+        summary="RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+        raises="RuntimeError",
+        match=r"(?i)expected .*to be on the same device",
+    )
+    triggers = tuple(f"{q.rsplit('.', 1)[1]}(" for q in sorted(torchapi.FACTORIES))
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        # Per function: local names bound to a fresh host tensor (-> its factory call),
+        # and local names that follow the model's device.
+        self._fresh: dict[int, dict[str, cst.Call]] = {}
+        self._resident: dict[int, set[str]] = {}
+        self._params: dict[int, list[str]] = {}
+        self._bound_now: set[str] = set()  # names the current assignment binds to a fresh tensor
+
+    # -- the walk ------------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if classes.in_forward(self.ctx) is None:
+            return
+        key = id(self.ctx.current_function())
+        resident = self._is_resident(node.value)
+        self._bound_now = set()
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                name = target.target.value
+                names = self._resident.setdefault(key, set())
+                if resident:
+                    names.add(name)
+                else:
+                    names.discard(name)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        fresh = self._fresh.get(id(self.ctx.current_function()))
+        if not fresh:
+            return
+        for target in node.targets:
+            name = target.target.value if isinstance(target.target, cst.Name) else None
+            if name is not None and name not in self._bound_now:
+                fresh.pop(name, None)  # rebound to something else (`pos = pos.to(x.device)`)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not residence.host_factory(self.ctx, node):
+            return
+        if classes.in_forward(self.ctx) is None or residence.default_device_overridden(self.ctx):
+            return
+        self._follow(node, node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        fresh = self._fresh.get(id(self.ctx.current_function()))
+        if not fresh or node.value not in fresh:
+            return
+        parent = self.ctx.parent()
+        if isinstance(parent, (cst.AssignTarget, cst.Param)) or (
+            isinstance(parent, cst.Attribute) and parent.attr is node
+        ):
+            return
+        self._follow(node, fresh[node.value])
+
+    def _follow(self, node: cst.BaseExpression, factory: cst.Call) -> None:
+        meeting = self._climb()
+        if meeting.bound is not None:
+            self._fresh.setdefault(id(self.ctx.current_function()), {})[meeting.bound] = factory
+            self._bound_now.add(meeting.bound)
+        elif meeting.met:
+            name = self.ctx.qualify(factory.func) or "torch.<factory>"
+            direct = node is factory  # met in the expression that creates it
+            self.report(factory, self.message.format(factory=name), fix=self._fix(factory, meeting.other, direct))
+
+    # -- where the fresh tensor goes ---------------------------------------------
+    def _climb(self) -> _Meeting:
+        """From the current node up: through methods that keep it on the host,
+        to the first place it meets another tensor (or is bound to a name)."""
+        stack = self.ctx.stack
+        child: cst.CSTNode = stack[-1]
+        i = len(stack) - 2
+        while i >= 0:
+            parent = stack[i]
+            if isinstance(parent, cst.Attribute) and parent.value is child:
+                if parent.attr.value in _TRANSPARENT_ATTRS:
+                    child, i = parent, i - 1
+                    continue
+                call = stack[i - 1] if i >= 1 else None
+                if not isinstance(call, cst.Call) or call.func is not parent:
+                    return _NOTHING  # `.shape`, `.dtype`: no data
+                method = parent.attr.value
+                if method in residence.SAME_DEVICE_METHODS:
+                    other = self._resident_among([a.value for a in call.args])
+                    if other is not None:
+                        return _Meeting(True, other)
+                elif method not in _KEEPS_DEVICE:
+                    return _NOTHING  # moved (`.to`, `.type_as`, `.cuda`) or left tensor land
+                child, i = call, i - 2
+                continue
+            if isinstance(parent, cst.Subscript) and parent.value is child:
+                child, i = parent, i - 1
+                continue
+            if isinstance(parent, (cst.UnaryOperation, cst.Element, cst.StarredElement, cst.List, cst.Tuple, cst.ComparisonTarget)):
+                child, i = parent, i - 1
+                continue
+            if isinstance(parent, cst.BinaryOperation):
+                other = parent.right if parent.left is child else parent.left
+                if self._is_resident(other):
+                    return _Meeting(True, other)
+                child, i = parent, i - 1
+                continue
+            if isinstance(parent, cst.Comparison):
+                others = [parent.left, *(c.comparator for c in parent.comparisons)]
+                other = self._resident_among([o for o in others if o is not child and not _contains(o, stack[-1])])
+                if other is not None and not any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in parent.comparisons):
+                    return _Meeting(True, other)
+                child, i = parent, i - 1
+                continue
+            if isinstance(parent, cst.Arg):
+                call = stack[i - 1] if i >= 1 else None
+                if isinstance(call, cst.Call):
+                    return self._meets_in_call(call, parent)
+                return _NOTHING
+            if isinstance(parent, cst.Assign) and parent.value is child:
+                targets = parent.targets
+                if len(targets) == 1 and isinstance(targets[0].target, cst.Name):
+                    return _Meeting(bound=targets[0].target.value)
+                return _NOTHING
+            if isinstance(parent, cst.AugAssign) and parent.value is child:
+                if self._is_resident(parent.target):
+                    return _Meeting(True, parent.target)
+                return _NOTHING
+            return _NOTHING
+        return _NOTHING
+
+    def _meets_in_call(self, call: cst.Call, arg: cst.Arg) -> _Meeting:
+        qual = self.ctx.qualify(call.func)
+        if qual is not None:
+            if qual in residence.SAME_DEVICE_FUNCTIONS:
+                here = self.ctx.stack[-1]
+                flat = [x for a in call.args for x in _flatten(a.value) if not _contains(x, here)]
+                other = self._resident_among(flat)
+                return _Meeting(True, other) if other is not None else _NOTHING
+            return _NOTHING
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            if _is_self(func.value) and self._stateful_submodule(func.attr.value):
+                return _Meeting(True, None)  # `self.embed(positions)`: meets its weights
+            if func.attr.value in residence.SAME_DEVICE_METHODS and self._is_resident(func.value):
+                return _Meeting(True, func.value)
+        return _NOTHING
+
+    # -- what lives with the model -----------------------------------------------
+    def _resident_among(self, exprs: list[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+        for expr in exprs:
+            for item in _flatten(expr):
+                if self._is_resident(item):
+                    return item
+        return None
+
+    def _is_resident(self, expr: cst.BaseExpression) -> bool:
+        """Does `expr` live where the model does: an input tensor, a parameter or
+        buffer, a submodule's output, or something computed from those?"""
+        if isinstance(expr, cst.Name):
+            key = id(self.ctx.current_function())
+            if expr.value in self._fresh.get(key, {}):
+                return False
+            return expr.value in self._resident.get(key, ()) or expr.value in self._method_params()
+        if isinstance(expr, cst.Attribute):
+            if _is_self(expr.value):
+                return self._registered_tensor(expr.attr.value)
+            if expr.attr.value in _TRANSPARENT_ATTRS:
+                return self._is_resident(expr.value)
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self._is_resident(expr.value)
+        if isinstance(expr, (cst.UnaryOperation,)):
+            return self._is_resident(expr.expression)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._is_resident(expr.left) or self._is_resident(expr.right)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            qual = self.ctx.qualify(func)
+            if qual is not None:
+                if qual.startswith(("torch.", "torch.nn.functional.")) and qual not in torchapi.FACTORIES:
+                    return any(self._is_resident(v) for a in expr.args for v in _flatten(a.value))
+                return False
+            if isinstance(func, cst.Attribute):
+                if _is_self(func.value):
+                    return self._stateful_submodule(func.attr.value)
+                method = func.attr.value
+                if method in residence.NON_TENSOR_METHODS or method in ("cpu", "to", "numpy", "tolist", "item"):
+                    return False
+                return self._is_resident(func.value)
+            return False
+        return residence.may_be_accelerator(residence.data_device(self.ctx, expr))
+
+    def _method_params(self) -> list[str]:
+        found = classes.enclosing_method(self.ctx)
+        if found is None:
+            return []
+        method = found[1]
+        key = id(method)
+        if key not in self._params:
+            self._params[key] = residence.tensor_params(self.ctx, method)
+        return self._params[key]
+
+    def _registered_tensor(self, attr: str) -> bool:
+        """`self.weight` of an `nn.Parameter` / `nn.Buffer` / registered buffer."""
+        found = classes.enclosing_method(self.ctx)
+        if found is None:
+            return False
+        facts = classes.attributes(found[0]).get(attr)
+        if facts.registered:
+            return True
+        return any(
+            isinstance(v, cst.Call) and self.ctx.qualify(v.func) in torchapi.NOT_MODULE_CONSTRUCTORS
+            for _, v in facts.assigned_in
+        )
+
+    def _stateful_submodule(self, attr: str) -> bool:
+        """`self.<attr>` is a submodule with parameters or buffers."""
+        found = classes.enclosing_method(self.ctx)
+        if found is None:
+            return False
+        info = found[0]
+        if attr in classes.methods(info):
+            return False
+        value = info.attrs.get(attr)
+        if value is None or value.kind is not Kind.MODULE:
+            return False
+        facts = classes.attributes(info).get(attr)
+        return any(
+            v is not None and classes.constructs_stateful_module(self.ctx, v) for _, v in facts.assigned_in
+        )
+
+    # -- the fix -------------------------------------------------------------
+    def _fix(self, factory: cst.Call, other: Optional[cst.BaseExpression], direct: bool) -> Optional[NodeFix]:
+        params = self._method_params()
+        if isinstance(other, cst.Name) and (other.value in params or direct):
+            name = other.value  # the tensor it meets, bound by then
+        elif params:
+            name = params[0]
+        else:
+            return None
+        device = cst.Arg(
+            keyword=cst.Name("device"),
+            value=cst.parse_expression(f"{name}.device"),
+            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+        )
+        args = list(factory.args)
+        if args and not isinstance(args[-1].comma, cst.Comma):
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        new = factory.with_changes(args=[*args, device])
+        return self.fix(f"Create it on `{name}.device`", [(factory, new)])
+
+
+def _is_self(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "self"
+
+
+def _flatten(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return [x for el in expr.elements for x in _flatten(el.value)]
+    return [expr]
+
+
+def _contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
+    if root is node:
+        return True
+    return any(_contains(c, node) for c in children(root))

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from ..claims import Claim
+from ..rule import Rule
+from ..semantics import Kind, keyword, residence
+
+_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+_SPLITS = frozenset({"torch.utils.data.random_split", "torch.utils.data.dataset.random_split"})
+_SAMPLERS = frozenset(
+    f"torch.utils.data{mod}.{name}"
+    for mod in ("", ".sampler")
+    for name in ("RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler")
+)
+_DEFAULT_DEVICE_MESSAGE = (
+    "With the default device set to an accelerator, shuffling runs `randperm` there with a CPU generator and raises; "
+    "pass a `generator=` on the default device"
+)
+
+
+class GeneratorDeviceMismatch(Rule):
+    """
+    ## What it does
+    Flags a `torch.Generator` on an accelerator (`torch.Generator(device="cuda")`)
+    passed as `generator=` to a `DataLoader`, `random_split` or a random
+    sampler; and shuffling data loaders, `random_split` and random samplers
+    without a generator after `torch.set_default_device("cuda")`.
+
+    ## Why is this bad?
+    Data loading draws its random numbers on the CPU: a `DataLoader` seeds
+    its workers with `torch.empty((), dtype=torch.int64).random_(generator=...)`,
+    samplers and `random_split` call `torch.randperm(n, generator=...)`. A
+    CUDA generator there raises
+    `RuntimeError: Expected a 'cpu' device type for generator but found 'cuda'`.
+    Conversely, with the default device set to CUDA, `randperm` runs on the
+    GPU with the samplers' CPU generator:
+    `RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'`.
+
+    ## Example
+    ```python
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    loader = DataLoader(dataset, shuffle=True, generator=generator)
+    ```
+
+    ## Use instead
+    ```python
+    generator = torch.Generator().manual_seed(0)
+    loader = DataLoader(dataset, shuffle=True, generator=generator)
+    ```
+
+    ## Fix safety
+    No fix: a CPU generator draws a different sequence than a CUDA one, so
+    seeded runs change.
+    """
+
+    code = "DEV308"
+    name = "generator-device-mismatch"
+    message = "Data loading draws on a CPU generator; a generator on an accelerator raises here"
+    claim = Claim(
+        backends=("cuda",),
+        summary="RuntimeError: Expected a 'cpu' device type for generator but found 'cuda'",
+        raises="RuntimeError",
+        match=r"Expected a '\w+' device type for generator but found '\w+'",
+    )
+    triggers = ("Generator", "set_default_device")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qual = self.ctx.qualify(node.func)
+        if qual not in _LOADERS and qual not in _SPLITS and qual not in _SAMPLERS:
+            return
+        generator = keyword(node, "generator")
+        if generator is None and qual in _SPLITS:
+            positional = [a for a in node.args if a.keyword is None]
+            generator = positional[2].value if len(positional) > 2 and not positional[2].star else None
+        if generator is not None:
+            if self._on_accelerator(generator):
+                self.report(node)
+            return
+        if self.ctx.events.default_device_call is None:
+            return
+        if qual in _LOADERS:
+            shuffle = keyword(node, "shuffle")
+            sampler = keyword(node, "sampler") or keyword(node, "batch_sampler")
+            if sampler is not None or not (isinstance(shuffle, cst.Name) and shuffle.value == "True"):
+                return
+        self.report(node, _DEFAULT_DEVICE_MESSAGE)
+
+    def _on_accelerator(self, generator: cst.BaseExpression) -> bool:
+        value = self.ctx.value_of(generator)
+        if value.kind is not Kind.GENERATOR:
+            return False
+        return residence.may_be_accelerator(value.device)
