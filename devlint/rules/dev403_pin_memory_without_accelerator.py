@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..claims import Claim
+from ..diagnostics import FixAvailability
+from ..rule import NodeFix, Rule
+from ..semantics import dataloading
+
+
+class PinMemoryWithoutAccelerator(Rule):
+    """
+    ## What it does
+    Flags a literal `pin_memory=True` passed to a `torch.utils.data.DataLoader`
+    that is not tied to accelerator availability: not under a
+    `torch.cuda.is_available()` check (or any other guard devlint
+    recognises), and not computed from one.
+
+    ## Why is this bad?
+    Pinned (page-locked) host memory only helps copies to an accelerator. On
+    a machine without one, iterating the loader warns
+    `UserWarning: 'pin_memory' argument is set as true but no accelerator is
+    found, then device pinned memory won't be used.` — the flag does nothing
+    but print noise, and it says the code was only thought through for a GPU.
+
+    Traps that are not flagged: `pin_memory=torch.cuda.is_available()`,
+    `pin_memory=use_cuda`, `pin_memory=args.pin_memory`, a keyword dict built
+    under `if use_cuda:`, and any DataLoader inside a guarded branch.
+
+    ## Example
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=torch.cuda.is_available())
+    ```
+
+    ## Fix safety
+    Unsafe: `pin_memory=torch.cuda.is_available()` keeps pinning wherever CUDA
+    is, but turns it off on other accelerators (Apple MPS, Intel XPU) that
+    torch may pin for; on torch 2.6+ `torch.accelerator.is_available()` may be
+    the better test.
+    """
+
+    code = "DEV403"
+    name = "pin-memory-without-accelerator"
+    message = "`pin_memory=True` regardless of accelerator availability: without one it only warns; use `pin_memory=torch.cuda.is_available()`"
+    fix_availability = FixAvailability.UNSAFE
+    claim = Claim(
+        backends=("no-accel",),
+        summary="UserWarning: 'pin_memory' argument is set as true but no accelerator is found",
+        warns="UserWarning",
+        match=r"'pin_memory' argument is set as true but no accelerator is found",
+    )
+    triggers = ("pin_memory",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not dataloading.is_dataloader(self.ctx, node):
+            return
+        for arg in node.args:
+            if (
+                arg.keyword is not None
+                and arg.keyword.value == "pin_memory"
+                and isinstance(arg.value, cst.Name)
+                and arg.value.value == "True"
+            ):
+                self.report(arg, fix=self._fix(arg.value), condition=self.ctx.unguarded())
+
+    def _fix(self, value: cst.Name) -> Optional[NodeFix]:
+        torch = self.ctx.torch_alias()
+        if torch is None:
+            return None
+        return self.fix("Pin memory only when CUDA is available", [(value, cst.parse_expression(f"{torch}.cuda.is_available()"))])

@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..claims import Claim
+from ..rule import Rule
+from ..semantics import loops, residence, torchapi
+from ..semantics.values import Kind
+
+# Tensor methods that copy device data to the host, and so wait for the GPU.
+SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+# Builtins that read a tensor's value on the host.
+SYNC_BUILTINS = frozenset({"float", "print"})
+# Kinds that are certainly no tensor data.
+_NOT_DATA = frozenset(
+    {Kind.MODULE, Kind.OPTIMIZER, Kind.DEVICE, Kind.DEVICE_STRING, Kind.AVAILABILITY, Kind.DTYPE, Kind.OBJECT}
+)
+
+
+class HostSyncInLoop(Rule):
+    """
+    ## What it does
+    Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)` and
+    `print(t)` of device tensors on every step of a training loop — a `for` or
+    `while` whose body calls `.backward()` or `optimizer.step()` — when they
+    are not under a condition such as `if step % 100 == 0:`.
+
+    ## Why is this bad?
+    CUDA runs asynchronously: the Python loop queues kernels and moves on. Reading a
+    value on the host waits until the GPU has finished everything queued
+    so far, so the next step cannot be queued while this one runs and the GPU
+    idles between steps. Once per step, that stall is paid on every step. With
+    `torch.cuda.set_sync_debug_mode("error")` the loop raises
+    `RuntimeError: called a synchronizing CUDA operation`.
+
+    Only flagged where the value is a tensor that may live on an accelerator
+    (`.item()` of anything not known to be on the host; the others of a
+    tensor or a module's output), where the code around the loop places
+    anything on an accelerator (`.to(device)`, `.cuda()`,
+    `accelerator.prepare(...)`: a loop that trains on the CPU waits for
+    nothing), in the loop's own body, and not under a condition that may skip steps: a
+    comparison, a `%`, a call, or a flag named for logging (`if verbose:`). A
+    flag that holds on every step alike (`if use_amp:`) is no such condition.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = loss_fn(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        running_loss += loss.item()
+    ```
+
+    ## Use instead
+    ```python
+    running_loss = torch.zeros((), device=device)
+    for step, (x, y) in enumerate(loader):
+        loss = loss_fn(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        running_loss += loss.detach()
+        if step % 100 == 0:
+            print(running_loss.item() / (step + 1))
+    ```
+
+    ## Fix safety
+    No fix: where to accumulate and how often to log is the author's choice.
+    A performance rule: `--ignore DEV5` turns the family off.
+    """
+
+    code = "DEV501"
+    name = "host-sync-in-loop"
+    message = "{what} on every step of a training loop waits for the GPU (a host sync); keep the value on the device or read it every N steps"
+    claim = Claim(
+        backends=("cuda",),
+        summary='with torch.cuda.set_sync_debug_mode("error"): RuntimeError: called a synchronizing CUDA operation',
+        raises="RuntimeError",
+        match=r"called a synchronizing CUDA operation",
+    )
+    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "print(")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        what = self._sync(node)
+        if what is None:
+            return
+        loop = loops.training_loop(self.ctx)
+        if loop is None or loops.periodic(self.ctx, loop) or not loops.uses_accelerator(self.ctx, loop):
+            return
+        self.report(node, self.message.format(what=what))
+
+    def _sync(self, call: cst.Call) -> Optional[str]:
+        """What host read this call is, if it reads device data."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS:
+            method = func.attr.value
+            receiver = func.value
+            if self._is_sync_call(receiver) or self.ctx.defines_own(receiver, method):
+                return None  # `x.cpu().numpy()`: the `.cpu()` is the sync
+            if method == "item" and call.args:
+                return None
+            if method == "item" and self._may_be_device_data(receiver, lenient=True):
+                return "`.item()`"
+            if method != "item" and self._may_be_device_data(receiver, lenient=False):
+                return f"`.{method}()`"
+            return None
+        if isinstance(func, cst.Name) and func.value in SYNC_BUILTINS and self.ctx.lookup(func.value) is None:
+            args = [a.value for a in call.args if a.keyword is None and not a.star]
+            if func.value == "float" and len(args) != 1:
+                return None
+            if any(not self._is_sync_call(a) and self._may_be_device_data(a, lenient=False) for a in args):
+                return f"`{func.value}(tensor)`"
+        return None
+
+    def _is_sync_call(self, expr: cst.BaseExpression) -> bool:
+        return (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in SYNC_METHODS
+        )
+
+    def _may_be_device_data(self, expr: cst.BaseExpression, lenient: bool) -> bool:
+        """Tensor data that may be on an accelerator. `lenient`: anything not known
+        to be elsewhere (`.item()` exists on tensors, and hardly anything else)."""
+        value = self.ctx.value_of(expr)
+        if value.kind in _NOT_DATA:
+            return False
+        device = residence.data_device(self.ctx, expr)
+        if device is not None:
+            return residence.may_be_accelerator(device)
+        return lenient or self._tensor_like(expr)
+
+    def _tensor_like(self, expr: cst.BaseExpression) -> bool:
+        """A tensor or module output, or a tensor method's result, an item or a
+        data attribute of one (`loss.detach()`, `out.logits[0]`)."""
+        while True:
+            if self.ctx.value_of(expr).kind in (Kind.TENSOR, Kind.MODULE_OUTPUT):
+                return True
+            if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+                if expr.func.attr.value not in torchapi.TENSOR_RETURNING_METHODS:
+                    return False
+                expr = expr.func.value
+            elif isinstance(expr, cst.Subscript):
+                expr = expr.value
+            elif isinstance(expr, cst.Attribute) and expr.attr.value not in residence.NOT_DATA_ATTRS:
+                expr = expr.value
+            else:
+                return False

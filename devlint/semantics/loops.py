@@ -1,0 +1,195 @@
+"""Loops that train, and what runs on every step of one.
+
+- `trains(ctx, loop)`: a `for`/`while` whose body — itself, not only a loop
+  nested in it — computes gradients or steps an optimizer: `loss.backward()`,
+  `scaler.scale(loss).backward()`, `accelerator.backward(loss)`,
+  `self.manual_backward(loss)`, `torch.autograd.backward(...)`,
+  `optimizer.step()`, `scaler.step(optimizer)`.
+- `training_loop(ctx)`: the innermost loop around the current node, inside
+  the current function, that trains (loops nested in between run on every
+  step too).
+- `periodic(ctx, loop)`: is the current node, inside `loop`, under a condition
+  that does not hold on every step — `if step % 100 == 0:`, `if i == 0:`,
+  `if verbose:`, `if torch.isnan(loss):`, anything that compares, calls or
+  indexes? Only tests made of plain flags (`if use_amp:`, `if scaler is not
+  None:`, `if accelerator.is_main_process:`) are taken to hold on every step.
+- `uses_accelerator(ctx, loop)`: does the function around the loop, or the
+  module's own code, put anything on a device that may be an accelerator (`.to(device)`,
+  `.cuda()`, `device=...`) or hand its objects to a library that does
+  (`accelerator.prepare(...)`, `fabric.setup(...)`)? A loop that trains on
+  the CPU only waits for nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Optional, Union
+
+import libcst as cst
+
+from .names import dotted
+from .values import Kind
+from .tree import children, iter_subtree
+
+if TYPE_CHECKING:
+    from .context import Context
+
+Loop = Union[cst.For, cst.While]
+
+_BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+# A receiver of `.step()` that is an optimizer by its name: `optimizer`, `opt`,
+# `self.optim`, `d_optimizer`, `optimizer_g`, `optimizers[0]`.
+_OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimi[sz]er)s?(_|\d|$)", re.I)
+# Flags in a condition that mean "only now and then": logging, evaluating, saving.
+_CADENCE_WORDS = re.compile(
+    r"log|print|verbose|debug|display|report|interval|every|freq|period|eval|valid|save|checkpoint|"
+    r"sync_gradients|should|time|first|last|profil|visual|plot|monitor",
+    re.I,
+)
+
+_STOP = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def trains(ctx: "Context", loop: Loop) -> bool:
+    cache: dict[int, bool] = ctx.__dict__.setdefault("_loops_trains", {})
+    key = id(loop)
+    if key not in cache:
+        cache[key] = _body_trains(ctx, loop.body)
+    return cache[key]
+
+
+def training_loop(ctx: "Context") -> Optional[Loop]:
+    """The innermost loop around the current node (in its function) that trains,
+    with the node in the loop's body (not its `else:`, iterable or test)."""
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        node = stack[i]
+        if isinstance(node, _STOP):
+            return None
+        if isinstance(node, (cst.For, cst.While)) and stack[i + 1] is node.body and trains(ctx, node):
+            return node
+    return None
+
+
+def periodic(ctx: "Context", loop: Loop) -> bool:
+    """Is the current node under a condition, inside `loop`, that may skip steps?"""
+    stack = ctx.stack
+    start = next(i for i, n in enumerate(stack) if n is loop)
+    for i in range(start + 1, len(stack) - 1):
+        node, child = stack[i], stack[i + 1]
+        if isinstance(node, cst.If) and child is not node.test and not _every_step(ctx, node.test):
+            return True
+        if isinstance(node, cst.IfExp) and child is not node.test and not _every_step(ctx, node.test):
+            return True
+        if isinstance(node, cst.BooleanOperation) and child is node.right and not _every_step(ctx, node.left):
+            return True
+        if isinstance(node, cst.Else) and i > 0 and isinstance(stack[i - 1], cst.If):
+            if not _every_step(ctx, stack[i - 1].test):
+                return True
+    return False
+
+
+def _every_step(ctx: "Context", test: cst.BaseExpression) -> bool:
+    """A condition made of plain flags, which holds (or not) on every step alike."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _every_step(ctx, test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _every_step(ctx, test.left) and _every_step(ctx, test.right)
+    if isinstance(test, cst.Comparison):
+        # `scaler is not None`
+        return all(
+            isinstance(c.operator, (cst.Is, cst.IsNot)) and isinstance(c.comparator, cst.Name)
+            and c.comparator.value == "None"
+            for c in test.comparisons
+        ) and _every_step(ctx, test.left)
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        name = dotted(test)
+        if name is None or _CADENCE_WORDS.search(name):
+            return False
+        return not ctx.value_of(test).is_tensor
+    return False
+
+
+def _body_trains(ctx: "Context", body: cst.BaseSuite) -> bool:
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*_STOP, cst.For, cst.While)):
+            continue
+        if isinstance(node, cst.Call) and _trains_call(ctx, node):
+            return True
+        stack.extend(children(node))
+    return False
+
+
+def _trains_call(ctx: "Context", call: cst.Call) -> bool:
+    func = call.func
+    if ctx.qualify(func) == "torch.autograd.backward":
+        return True
+    if not isinstance(func, cst.Attribute):
+        return False
+    method = func.attr.value
+    if method in _BACKWARD_METHODS:
+        return True
+    if method == "step":
+        if is_optimizer(ctx, func.value):
+            return True
+        # `scaler.step(optimizer)`
+        return bool(call.args) and call.args[0].keyword is None and is_optimizer(ctx, call.args[0].value)
+    return False
+
+
+def is_optimizer(ctx: "Context", expr: cst.BaseExpression) -> bool:
+    """An optimizer, by what built it or by its name."""
+    if ctx.value_of(expr).kind is Kind.OPTIMIZER:
+        return True
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    name = dotted(expr)
+    return name is not None and bool(_OPTIMIZER_NAME.search(name.rsplit(".", 1)[-1]))
+
+
+# Calls that hand models and data to a library that places them on the accelerator.
+_PLACING_LIBRARY_CALLS = re.compile(r"(^|\.)(prepare|prepare_model|setup|setup_dataloaders)$")
+
+
+def uses_accelerator(ctx: "Context", loop: Loop) -> bool:
+    scope = _scope_of(ctx, loop)
+    return _scope_places(ctx, scope) or (scope is not ctx.stack[0] and _scope_places(ctx, ctx.stack[0]))
+
+
+def _scope_places(ctx: "Context", scope: cst.CSTNode) -> bool:
+    """Does the code of `scope` itself (not the functions it defines) place anything on an accelerator?"""
+    cache: dict[int, bool] = ctx.__dict__.setdefault("_loops_accelerator", {})
+    key = id(scope)
+    if key not in cache:
+        cache[key] = any(
+            isinstance(node, cst.Call) and _places_on_accelerator(ctx, node)
+            for node in iter_subtree(scope, lambda n: isinstance(n, _STOP) and n is not scope)
+        )
+    return cache[key]
+
+
+def _scope_of(ctx: "Context", loop: Loop) -> cst.CSTNode:
+    """The function around `loop` (or the module)."""
+    stack = ctx.stack
+    index = next(i for i, n in enumerate(stack) if n is loop)
+    for node in reversed(stack[:index]):
+        if isinstance(node, cst.FunctionDef):
+            return node
+    return stack[0]
+
+
+def _places_on_accelerator(ctx: "Context", call: cst.Call) -> bool:
+    from . import residence
+    from .placements import placement  # placements imports the context
+
+    found = placement(ctx, call)
+    if found is not None and found.how in ("method", "device-kwarg"):
+        if found.device is not None:
+            return residence.may_be_accelerator(found.device)
+        return residence.target_may_be_accelerator(ctx, found.target)
+    name = dotted(call.func)
+    return name is not None and "." in name and bool(_PLACING_LIBRARY_CALLS.search(name)) and (
+        "accelerator" in name or "fabric" in name
+    )

@@ -1,0 +1,253 @@
+"""Semantic facts for the process and performance rules (DEV4, DEV5): loops
+that train, conditions that skip steps, code that runs in DataLoader workers,
+and whether CUDA was initialised before a point.
+
+A probe rule (not registered) asks the semantic layer at every call of a
+function named `probe(...)` and records the answers by line."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import libcst as cst
+import pytest
+
+from devlint import registry
+from devlint.engine import lint_source
+from devlint.rule import Rule
+from devlint.semantics import cuda_init, dataloading, loops
+
+
+class Probe(Rule):
+    code = "DEV999"
+    name = "probe"
+    message = "probe"
+    answers: ClassVar[dict[int, dict]] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not (isinstance(node.func, cst.Name) and node.func.value == "probe"):
+            return
+        loop = loops.training_loop(self.ctx)
+        worker = dataloading.worker_code(self.ctx)
+        chain = list(self.ctx.stack)
+        answer = {
+            "trains": loop is not None,
+            "periodic": loop is not None and loops.periodic(self.ctx, loop),
+            "accelerated": loop is not None and loops.uses_accelerator(self.ctx, loop),
+            "worker": worker,
+        }
+        self.report(node, condition=lambda: self._finish(node, answer, chain))
+
+    def _finish(self, node, answer, chain) -> bool:
+        worker = answer.pop("worker")
+        answer["worker"] = worker is not None and worker.condition()
+        answer["cuda_before"] = cuda_init.touched_before(self.ctx, chain) is not None
+        answer["node"] = node
+        Probe.answers.setdefault("found", []).append(answer)
+        return True
+
+
+def probe(src: str) -> list[dict]:
+    Probe.answers = {}
+    result = lint_source("import torch\n" + src, "t.py", [Probe])
+    assert [d.code for d in result.diagnostics] == ["DEV999"] * len(Probe.answers.get("found", []))
+    return Probe.answers.get("found", [])
+
+
+# -- loops that train -----------------------------------------------------------
+@pytest.mark.parametrize(
+    "body",
+    [
+        "loss.backward()",
+        "scaler.scale(loss).backward()",
+        "accelerator.backward(loss)",
+        "self.manual_backward(loss)",
+        "optimizer.step()",
+        "self.optimizer.step()",
+        "opt_g.step()",
+        "scaler.step(optimizer)",
+        "torch.autograd.backward([loss])",
+    ],
+)
+def test_a_loop_that_backpropagates_or_steps_an_optimizer_trains(body):
+    (answer,) = probe(f"for batch in loader:\n    loss = model(batch)\n    {body}\n    probe()\n")
+    assert answer["trains"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "scheduler.step()",
+        "lr_scheduler.step()",
+        "env.step(action)",
+        "total += loss",
+    ],
+)
+def test_a_loop_that_only_steps_other_things_does_not_train(body):
+    (answer,) = probe(f"for batch in loader:\n    {body}\n    probe()\n")
+    assert not answer["trains"]
+
+
+def test_a_built_lr_scheduler_is_no_optimizer():
+    src = (
+        "opt = torch.optim.SGD(params, lr=0.1)\n"
+        "sched = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+        "for epoch in range(3):\n    sched.step()\n    probe()\n"
+    )
+    (answer,) = probe(src)
+    assert not answer["trains"]
+
+
+def test_only_the_loop_whose_own_body_trains_counts():
+    src = (
+        "for epoch in range(3):\n"
+        "    for batch in loader:\n"
+        "        loss.backward()\n"
+        "        for p in params:\n"
+        "            probe()\n"  # in a loop nested in the training loop: every step
+        "    probe()\n"  # once per epoch
+        "    for batch in val_loader:\n"
+        "        probe()\n"  # an evaluation loop
+    )
+    assert [a["trains"] for a in probe(src)] == [True, False, False]
+
+
+def test_a_function_defined_in_a_training_loop_is_not_the_loop():
+    src = "for batch in loader:\n    loss.backward()\n    def log():\n        probe()\n"
+    (answer,) = probe(src)
+    assert not answer["trains"]
+
+
+@pytest.mark.parametrize(
+    "condition, periodic",
+    [
+        ("step % 100 == 0", True),
+        ("(i + 1) % args.log_interval == 0", True),
+        ("i == 0", True),
+        ("verbose", True),
+        ("args.log_every", True),
+        ("accelerator.sync_gradients", True),
+        ("torch.isnan(loss)", True),
+        ("use_amp", False),
+        ("not args.fp16", False),
+        ("scaler is not None", False),
+        ("accelerator.is_main_process", False),
+    ],
+)
+def test_conditions_that_skip_steps(condition, periodic):
+    src = f"for step, batch in enumerate(loader):\n    loss.backward()\n    if {condition}:\n        probe()\n"
+    (answer,) = probe(src)
+    assert answer["trains"] and answer["periodic"] is periodic
+
+
+def test_the_else_of_a_logging_condition_is_periodic_too():
+    src = "for step, b in enumerate(loader):\n    loss.backward()\n    if step % 10 == 0:\n        pass\n    else:\n        probe()\n"
+    (answer,) = probe(src)
+    assert answer["periodic"]
+
+
+@pytest.mark.parametrize(
+    "setup, accelerated",
+    [
+        ("batch = batch.to(device)", True),
+        ("batch = batch.cuda()", True),
+        ("noise = torch.randn(4, device=args.device)", True),
+        ("model, optimizer, loader = accelerator.prepare(model, optimizer, loader)", True),
+        ("batch = batch.float()", False),
+        ("noise = torch.randn(4)", False),
+    ],
+)
+def test_a_loop_uses_an_accelerator_when_its_function_places_anything_on_one(setup, accelerated):
+    src = f"def train():\n    {setup}\n    for b in loader:\n        loss.backward()\n        probe()\n"
+    (answer,) = probe(src)
+    assert answer["trains"] and answer["accelerated"] is accelerated
+
+
+# -- DataLoader workers ---------------------------------------------------------
+def test_dataset_worker_methods_through_aliases_and_local_bases():
+    src = (
+        "from torch.utils import data\n"
+        "class Base(data.Dataset):\n"
+        "    def __getitem__(self, i):\n        probe()\n"
+        "    def __len__(self):\n        probe()\n"
+        "class Child(Base):\n"
+        "    def __iter__(self):\n        probe()\n"
+        "class NotADataset:\n"
+        "    def __getitem__(self, i):\n        probe()\n"
+    )
+    assert [a["worker"] for a in probe(src)] == [True, False, True, False]
+
+
+def test_collate_and_worker_init_functions_run_in_workers_unless_there_are_none():
+    src = (
+        "import functools\n"
+        "from torch.utils.data import DataLoader\n"
+        "def collate(batch):\n    probe()\n"
+        "def main_collate(batch):\n    probe()\n"
+        "def init(worker_id):\n    probe()\n"
+        "def unused(batch):\n    probe()\n"
+        "a = DataLoader(ds, num_workers=4, collate_fn=functools.partial(collate, pad=0))\n"
+        "b = DataLoader(ds, collate_fn=main_collate)\n"
+        "c = DataLoader(ds, num_workers=0, collate_fn=main_collate)\n"
+        "d = DataLoader(ds, worker_init_fn=init, **loader_kwargs)\n"
+    )
+    assert [a["worker"] for a in probe(src)] == [True, False, True, False]
+
+
+def test_a_lambda_collate_fn_runs_in_workers():
+    src = "from torch.utils.data import DataLoader\nl = DataLoader(ds, num_workers=n, collate_fn=lambda b: probe())\n"
+    (answer,) = probe(src)
+    assert answer["worker"]
+
+
+# -- CUDA initialised before this point -------------------------------------------
+@pytest.mark.parametrize(
+    "before, touched",
+    [
+        ("x = 1", False),
+        ("n = torch.cuda.device_count()", False),  # NVML: no initialisation
+        ("torch.cuda.manual_seed(0)", False),  # queued until initialisation
+        ("ok = torch.cuda.is_available()", True),
+        ("torch.cuda.set_device(0)", True),
+        ("m = model.cuda()", True),
+        ("t = torch.zeros(2, device='cuda')", True),
+        ("d = torch.device('cuda' if torch.cuda.is_available() else 'cpu')", True),
+        ("def f():\n    torch.cuda.init()", False),  # defined, not run
+    ],
+)
+def test_cuda_touched_before_at_module_level(before, touched):
+    (answer,) = probe(f"{before}\nprobe()\n")
+    assert answer["cuda_before"] is touched
+
+
+def test_cuda_touched_before_a_function_runs():
+    src = (
+        "def early():\n    probe()\n"
+        "def late():\n    probe()\n"
+        "def inside():\n    torch.cuda.synchronize()\n    probe()\n"
+        "early()\n"
+        "torch.cuda.init()\n"
+        "late()\n"
+    )
+    assert [a["cuda_before"] for a in probe(src)] == [False, True, True]
+
+
+def test_launching_processes_is_recognised():
+    module = cst.parse_module(
+        "import subprocess\nimport torch.multiprocessing as mp\n"
+        "def a():\n    subprocess.run(['x'])\n"
+        "def b():\n    mp.spawn(fn, nprocs=2)\n"
+        "def c():\n    print('x')\n"
+    )
+    from devlint.semantics import Context
+
+    ctx = Context(module.code)
+    for stmt in module.body[:2]:
+        ctx.imports.add_import(stmt.body[0])
+    funcs = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+    assert [cuda_init.launches_processes(ctx, f) for f in funcs] == [True, True, False]
+
+
+def test_the_process_rules_are_registered():
+    codes = {r.code for r in registry.all_rules()}
+    assert {"DEV401", "DEV402", "DEV403", "DEV501"} <= codes
