@@ -55,7 +55,6 @@ DATA_FACTORIES = frozenset(f"torch.{n}" for n in "tensor as_tensor asarray".spli
 # Attributes of a module's output that are not its data.
 _NOT_DATA_ATTRS = frozenset("shape dtype device ndim is_cuda requires_grad names layout".split())
 NOT_DATA_ATTRS = _NOT_DATA_ATTRS  # attributes of a tensor (or output) that are metadata, not data
-NOT_DATA_ATTRS = _NOT_DATA_ATTRS  # attributes of a tensor (or output) that are metadata, not data
 
 # Tensor methods whose result is no tensor (metadata, Python values).
 NON_TENSOR_METHODS = frozenset(
