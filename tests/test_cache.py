@@ -28,7 +28,7 @@ def test_cache_folder_layout_and_identical_output(tmp_path):
     project(tmp_path)
     devlint("--no-cache", ".", cwd=tmp_path)
     assert not (tmp_path / CACHE).exists()
-    for fmt in ("full", "json", "sarif"):
+    for fmt in ("full", "sarif"):
         uncached = devlint("--no-cache", "--output-format", fmt, ".", cwd=tmp_path)
         first = devlint("--output-format", fmt, ".", cwd=tmp_path)
         second = devlint("--output-format", fmt, ".", cwd=tmp_path)
