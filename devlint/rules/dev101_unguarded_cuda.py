@@ -21,7 +21,9 @@ class UnguardedCuda(Rule):
     The code runs only where an NVIDIA GPU is. On a laptop, a CPU-only CI
     runner or a Mac it crashes with
     `AssertionError: Torch not compiled with CUDA enabled` (CPU-only build) or
-    `RuntimeError: Found no NVIDIA driver on your system`.
+    `RuntimeError: Found no NVIDIA driver on your system` (`torch.cuda.set_device`
+    on a CPU-only build: `AttributeError: module 'torch._C' has no attribute
+    '_cuda_setDevice'`).
 
     Guards come in many shapes and all silence the rule: `if`, an early
     `return`/`raise`/`sys.exit` under `if not ...`, `assert`, a conditional
@@ -57,8 +59,13 @@ class UnguardedCuda(Rule):
     claim = Claim(
         backends=("no-accel",),
         summary="AssertionError: Torch not compiled with CUDA enabled / RuntimeError: Found no NVIDIA driver",
-        raises="AssertionError|RuntimeError",
-        match=r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|no CUDA-capable device",
+        # A CPU-only build has no CUDA bindings at all: `torch.cuda.set_device`
+        # fails there with AttributeError on `torch._C._cuda_setDevice`.
+        raises="AssertionError|RuntimeError|AttributeError",
+        match=(
+            r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
+            r"|no CUDA-capable device|has no attribute '_cuda_setDevice'"
+        ),
     )
     triggers = ("cuda",)
 
