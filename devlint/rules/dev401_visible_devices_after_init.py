@@ -34,7 +34,8 @@ class VisibleDevicesAfterInit(Rule):
     script, before importing torch, or before anything touches CUDA — is
     fine, and so is setting it for child processes the function launches
     (`subprocess`, `multiprocessing`, `torch.multiprocessing.spawn`).
-    `torch.cuda.device_count()` does not initialise CUDA.
+    `torch.cuda.manual_seed(...)` does not initialise CUDA;
+    `torch.cuda.device_count()` may (where NVML cannot answer), so it counts.
 
     ## Example
     ```python

@@ -111,6 +111,13 @@ class HostSyncInLoop(Rule):
             args = [a.value for a in call.args if a.keyword is None and not a.star]
             if func.value == "float" and len(args) != 1:
                 return None
+            if func.value == "print":
+                # `print(f"loss {loss:.4f}")` formats the tensor: a host read too.
+                args = args + [
+                    part.expression
+                    for a in args if isinstance(a, cst.FormattedString)
+                    for part in a.parts if isinstance(part, cst.FormattedStringExpression)
+                ]
             if any(not self._is_sync_call(a) and self._may_be_device_data(a, lenient=False) for a in args):
                 return f"`{func.value}(tensor)`"
         return None

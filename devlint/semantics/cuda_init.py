@@ -4,7 +4,9 @@ CUDA reads `CUDA_VISIBLE_DEVICES` once, when the driver initialises (`cuInit`).
 Importing torch does not initialise it; these do:
 
 - `torch.cuda.is_available()` (it asks `cudaGetDeviceCount`, which runs
-  `cuInit`), `torch.cuda.init()`, `current_device()`, `set_device()`,
+  `cuInit`), `torch.cuda.device_count()` (it asks NVML first, but falls back
+  to `cudaGetDeviceCount` where NVML cannot answer: code that changes the
+  variable after it works on some machines only), `torch.cuda.init()`, `current_device()`, `set_device()`,
   `get_device_name()` / `_properties()` / `_capability()`, `synchronize()`,
   `mem_get_info()`, `is_bf16_supported()`, streams and events,
   `with torch.cuda.device(i):`;
@@ -12,8 +14,7 @@ Importing torch does not initialise it; these do:
   device chosen by an availability check (`torch.device("cuda" if
   torch.cuda.is_available() else "cpu")`), which is CUDA wherever there is one.
 
-Not: `torch.cuda.device_count()` (it asks NVML and does not cache its answer
-before initialisation), `manual_seed` (queued until initialisation),
+Not: `manual_seed` (queued until initialisation),
 `empty_cache`/`memory_allocated` (no-ops before it).
 
 Questions:
@@ -54,7 +55,7 @@ LAZY_INIT_FUNCTIONS = frozenset(
     ).split()
 )
 # ... and those that initialise the driver, which reads CUDA_VISIBLE_DEVICES then.
-INITIALIZING_FUNCTIONS = LAZY_INIT_FUNCTIONS | {"torch.cuda.is_available"}
+INITIALIZING_FUNCTIONS = LAZY_INIT_FUNCTIONS | {"torch.cuda.is_available", "torch.cuda.device_count"}
 
 # Calls that start other processes, by qualified name prefix / exact name.
 _SPAWN_PREFIXES = ("subprocess.", "multiprocessing.", "torch.multiprocessing.", "torch.distributed.run",
