@@ -12,6 +12,8 @@ Usage::
                                                     # no longer match a fresh run
     python benchmarks/precision.py --sample DEV501  # print that rule's sample, with code
     python benchmarks/precision.py --corpus DIR -j 2
+    python benchmarks/precision.py --save-findings f.json   # also keep the raw findings
+    python benchmarks/precision.py --load-findings f.json   # re-render from them, no corpus run
 
 The corpus
 ----------
@@ -49,8 +51,10 @@ Markdown plus ONE machine-readable line of its own::
 
 A rule with no findings on the corpus writes ``verdicts: TP=0 FP=0 sample=0``.
 Backticks or a leading ``- `` around the line are fine. Each false positive
-that could not be removed gets one line in that file, with ``file:line``
-(e.g. ``- FP transformers/transformers/trainer.py:1234 — why``).
+that could not be removed gets one list item in that file, starting with
+``- FP`` and naming ``file:line``, e.g.
+``- FP transformers/transformers/trainer.py:1234 — why`` (it may wrap onto
+indented lines); docs/precision.md copies these items under the rule.
 """
 
 from __future__ import annotations
@@ -155,6 +159,29 @@ def sample(code: str, findings: list[Finding]) -> list[Finding]:
     return sorted(picked, key=lambda f: (f.filename, f.row, f.column))
 
 
+FP_ITEM = re.compile(r"^\s*[-*]\s+FP\b")
+
+
+def read_false_positives(code: str) -> list[str]:
+    """The `- FP file:line — why` items of a rule's audit, each joined onto one line."""
+    path = VERDICTS_DIR / f"{code}.md"
+    if not path.is_file():
+        return []
+    items: list[str] = []
+    current: Optional[list[str]] = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if FP_ITEM.match(line):
+            current = [line.strip().lstrip("-*").strip()]
+            items.append("")
+        elif current is not None and line.strip() and line[:1].isspace() and not re.match(r"^\s*[-*]\s", line):
+            current.append(line.strip())
+        else:
+            current = None
+        if current is not None:
+            items[-1] = " ".join(current)
+    return items
+
+
 def read_verdict(code: str) -> Optional[Verdict]:
     path = VERDICTS_DIR / f"{code}.md"
     if not path.is_file():
@@ -184,7 +211,8 @@ true positive (TP) or false positive (FP). The verdicts live in
 
 (`TP + FP = sample`; an optional `total=N` records the rule's corpus total at
 the time of the audit, and marks the audit stale when a fresh run differs.)
-Each false positive that could not be removed is listed there with `file:line`.
+Each false positive that could not be removed is listed there as an item
+`- FP file:line — why`, and copied below under its rule.
 Regenerate with `python benchmarks/precision.py [--corpus DIR]`; check with
 `python benchmarks/precision.py --check`.
 """
@@ -238,6 +266,18 @@ def render(names: dict[str, str], projs: list[str], findings: list[Finding], fil
         row = [link, names.get(code, "?"), *(str(counts.get(p, 0)) for p in projs), str(len(fs)), str(k), tp, fp, prec, note]
         out.append("| " + " | ".join(row) + " |")
     out.append("")
+    out.append("## False positives left\n")
+    out.append("One line each, from the rules' audits (`- FP` items in docs/precision/<CODE>.md).\n")
+    any_fp = False
+    for code in codes:
+        fps = read_false_positives(code)
+        if fps:
+            any_fp = True
+            out.append(f"- **{code}**")
+            out.extend(f"  - {item}" for item in fps)
+    if not any_fp:
+        out.append("None recorded.")
+    out.append("")
     out.append("## Samples\n")
     out.append("The findings judged for each rule (`python benchmarks/precision.py --sample CODE` prints them with their code).\n")
     for code in codes:
@@ -288,10 +328,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--check", action="store_true", help="fail if docs/precision.md's counts differ from a fresh run")
     ap.add_argument("--sample", metavar="CODE", help="print the sample of one rule, with the flagged lines")
     ap.add_argument("--output", default=str(DOC), help="where to write the report (default: docs/precision.md)")
+    ap.add_argument("--save-findings", metavar="FILE", help="also write the raw findings (JSON) to FILE")
+    ap.add_argument("--load-findings", metavar="FILE", help="take the findings from FILE instead of running devlint")
     args = ap.parse_args(argv)
     corpus = Path(args.corpus).resolve()
     names = rule_names()
-    projs, findings, files = collect(corpus, args.jobs)
+    if args.load_findings and args.check:
+        ap.error("--check always runs devlint afresh; drop --load-findings")
+    if args.load_findings:
+        raw = json.loads(Path(args.load_findings).read_text(encoding="utf-8"))
+        projs, files = raw["projects"], raw["files"]
+        findings = [Finding(**f) for f in raw["findings"]]
+    else:
+        projs, findings, files = collect(corpus, args.jobs)
+    if args.save_findings:
+        raw = {"projects": projs, "files": files, "findings": [f.__dict__ for f in findings]}
+        Path(args.save_findings).write_text(json.dumps(raw), encoding="utf-8")
 
     if args.sample:
         code = args.sample.upper()
