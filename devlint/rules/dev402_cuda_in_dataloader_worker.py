@@ -20,9 +20,10 @@ class CudaInDataloaderWorker(Rule):
     is not `0`.
 
     ## Why is this bad?
-    With `num_workers > 0` the DataLoader forks worker processes. Once the main
-    process has initialised CUDA (the model is on the GPU), a forked child
-    cannot use it: the first CUDA call in the worker raises
+    With `num_workers > 0` the DataLoader starts worker processes, by forking
+    the main process on Linux (the default start method before Python 3.14).
+    Once the main process has initialised CUDA (the model is on the GPU), a
+    forked child cannot use it: the first CUDA call in the worker raises
     `RuntimeError: Cannot re-initialize CUDA in forked subprocess`. Even where
     it works (the `spawn` start method), every worker builds its own CUDA
     context and the batches cross processes as CUDA IPC handles.
