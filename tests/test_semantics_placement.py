@@ -305,3 +305,48 @@ def test_dev306_optimizer_from_a_named_parameter_list():
 def test_dev308_set_default_device_then_random_split():
     src = HEADER + "from torch.utils.data import random_split\ntorch.set_default_device('cuda')\na, b = random_split(ds, [1, 1])\n"
     assert found(src, GeneratorDeviceMismatch) == [5]
+
+
+def test_pairwise_tuple_assignment_and_module_output_methods():
+    src = HEADER + dedent("""
+    model = nn.Linear(4, 2).to(device)
+    data, target = torch.ones(2, 4).to(device), torch.ones(2).to("cpu")
+    probe(data)
+    probe(target)
+    output = model(data)
+    pred = output.argmax(dim=1)
+    probe(pred)
+    """)
+    _, seen = probe(src)
+    assert seen["data"][1] and not seen["target"][1]
+    assert seen["pred"][0].kind is Kind.TENSOR and seen["pred"][1]
+
+
+def test_dev304_hidden_state_handed_to_a_torch_layer():
+    src = HEADER + dedent("""
+    class RNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(4, 8, 2, batch_first=True)
+
+        def forward(self, x):
+            h0 = torch.zeros(2, x.size(0), 8)
+            out, _ = self.lstm(x, (h0, torch.zeros(2, x.size(0), 8)))
+            return out
+    """)
+    assert found(src, FactoryWithoutDevice) == [10, 11]
+
+
+def test_dev302_list_parameters_and_legacy_constructors():
+    src = HEADER + dedent("""
+    class Head(nn.Module):
+        def __init__(self, anchors, mean, temperature):
+            super().__init__()
+            self.anchors = torch.tensor(anchors).view(-1, 2)
+            self.mean = torch.FloatTensor(mean)
+            self.temperature = torch.tensor(temperature)
+
+        def forward(self, x):
+            return (x - self.mean) @ self.anchors / self.temperature
+    """)
+    assert found(src, TensorAttributeNotBuffer) == [7, 8]

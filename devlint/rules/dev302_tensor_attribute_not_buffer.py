@@ -68,7 +68,8 @@ class TensorAttributeNotBuffer(Rule):
         "(on CUDA, forward then raises `Expected all tensors to be on the same device`)",
         postcondition=True,
     )
-    triggers = ("self.",)
+    # A factory call is in the text: in the assignment, or in a local name's.
+    triggers = tuple(f"{q.rsplit('.', 1)[1]}(" for q in sorted(torchapi.FACTORIES))
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
@@ -122,6 +123,12 @@ class TensorAttributeNotBuffer(Rule):
             if residence.host_factory(self.ctx, expr):
                 return True
             qual = self.ctx.qualify(expr.func)
+            if qual in torchapi.LEGACY_CPU_CONSTRUCTORS:
+                return bool(expr.args)  # `torch.FloatTensor([0.5, 0.5])`: always on the CPU
+            if qual in residence.DATA_FACTORIES and _list_like_name(expr) and not any(
+                a.keyword is not None and a.keyword.value == "device" for a in expr.args
+            ):
+                return self.ctx.value_of(expr.args[0].value).kind is Kind.UNKNOWN  # `torch.tensor(anchors)`
             if qual in torchapi.TENSOR_FUNCTIONS and qual not in torchapi.FACTORIES and qual not in torchapi.LIKE_FACTORIES:
                 # `torch.exp(torch.arange(n) * c)`: computed from fresh host tensors only.
                 args = [a.value for a in expr.args if a.keyword is None]
@@ -184,6 +191,15 @@ _KEEPS_DEVICE = _DTYPE_METHODS | frozenset(
     "float_power pow exp log sqrt abs neg cumsum cumprod triu tril flip roll tile repeat_interleave "
     "outer matmul mul add sub div softmax log_softmax sigmoid tanh".split()
 )
+
+
+def _list_like_name(call: cst.Call) -> bool:
+    """`torch.tensor(anchors)`, `torch.tensor(cfg.means)`: data named in the plural, a list."""
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return False
+    data = call.args[0].value
+    leaf = data.value if isinstance(data, cst.Name) else data.attr.value if isinstance(data, cst.Attribute) else ""
+    return len(leaf) > 2 and leaf.endswith("s") and not leaf.endswith(("ss", "us", "is"))
 
 
 _SCALAR_BUILTINS = frozenset({"float", "int", "len", "max", "min", "round", "abs", "pow"})

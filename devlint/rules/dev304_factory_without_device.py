@@ -9,6 +9,7 @@ from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
 from ..semantics import Kind, classes, residence, torchapi
+from ..semantics.names import is_variable_use
 from ..semantics.tree import children
 
 # Methods of a fresh tensor that keep it where it is.
@@ -32,6 +33,17 @@ class _Meeting:
 
 
 _NOTHING = _Meeting()
+_CLIMB = _Meeting(bound="")  # keep climbing: the call's result is the fresh tensor still
+
+# torch functions whose result stays where their first argument is.
+_KEEPING_FUNCTIONS = frozenset(
+    f"torch.{n}"
+    for n in (
+        "triu tril exp log sqrt abs flip roll cumsum cumprod sin cos sigmoid tanh relu softmax "
+        "log_softmax flatten reshape squeeze unsqueeze transpose permute repeat_interleave tile diag "
+        "clone sum mean logical_not"
+    ).split()
+) | frozenset({"torch.nn.functional.pad", "torch.nn.functional.one_hot"})
 
 
 class FactoryWithoutDevice(Rule):
@@ -103,14 +115,22 @@ class FactoryWithoutDevice(Rule):
         key = id(self.ctx.current_function())
         resident = self._is_resident(node.value)
         self._bound_now = set()
+        names = self._resident.setdefault(key, set())
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 name = target.target.value
-                names = self._resident.setdefault(key, set())
-                if resident:
-                    names.add(name)
+                if resident or _passes_itself(node.value, name) and name in names:
+                    names.add(name)  # also `h = block(h)`: a layer keeps h where it was
                 else:
                     names.discard(name)
+            elif isinstance(target.target, (cst.Tuple, cst.List)):
+                # `q, k, v = self.qkv(x).chunk(3, -1)`
+                for el in target.target.elements:
+                    if isinstance(el.value, cst.Name):
+                        if resident:
+                            names.add(el.value.value)
+                        else:
+                            names.discard(el.value.value)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         fresh = self._fresh.get(id(self.ctx.current_function()))
@@ -132,10 +152,7 @@ class FactoryWithoutDevice(Rule):
         fresh = self._fresh.get(id(self.ctx.current_function()))
         if not fresh or node.value not in fresh:
             return
-        parent = self.ctx.parent()
-        if isinstance(parent, (cst.AssignTarget, cst.Param)) or (
-            isinstance(parent, cst.Attribute) and parent.attr is node
-        ):
+        if not is_variable_use(self.ctx.parent(), node):
             return
         self._follow(node, fresh[node.value])
 
@@ -184,6 +201,8 @@ class FactoryWithoutDevice(Rule):
                 other = parent.right if parent.left is child else parent.left
                 if self._is_resident(other):
                     return _Meeting(True, other)
+                if _explicitly_on_host(other):
+                    return _NOTHING  # `grid.cpu() * torch.tensor([...])`: host on purpose
                 child, i = parent, i - 1
                 continue
             if isinstance(parent, cst.Comparison):
@@ -195,9 +214,13 @@ class FactoryWithoutDevice(Rule):
                 continue
             if isinstance(parent, cst.Arg):
                 call = stack[i - 1] if i >= 1 else None
-                if isinstance(call, cst.Call):
-                    return self._meets_in_call(call, parent)
-                return _NOTHING
+                if not isinstance(call, cst.Call):
+                    return _NOTHING
+                meeting = self._meets_in_call(call, parent)
+                if meeting is not _CLIMB:
+                    return meeting
+                child, i = call, i - 2
+                continue
             if isinstance(parent, cst.Assign) and parent.value is child:
                 targets = parent.targets
                 if len(targets) == 1 and isinstance(targets[0].target, cst.Name):
@@ -213,16 +236,22 @@ class FactoryWithoutDevice(Rule):
     def _meets_in_call(self, call: cst.Call, arg: cst.Arg) -> _Meeting:
         qual = self.ctx.qualify(call.func)
         if qual is not None:
+            here = self.ctx.stack[-1]
+            flat = [x for a in call.args for x in _flatten(a.value) if not _contains(x, here)]
             if qual in residence.SAME_DEVICE_FUNCTIONS:
-                here = self.ctx.stack[-1]
-                flat = [x for a in call.args for x in _flatten(a.value) if not _contains(x, here)]
                 other = self._resident_among(flat)
-                return _Meeting(True, other) if other is not None else _NOTHING
+                # `torch.stack((mask, mask))` of host tensors only: still a host tensor.
+                return _Meeting(True, other) if other is not None else _CLIMB
+            if qual in _KEEPING_FUNCTIONS and call.args and call.args[0] is arg:
+                return _CLIMB  # `torch.triu(torch.ones(n, n))`: still a fresh host tensor
             return _NOTHING
         func = call.func
         if isinstance(func, cst.Attribute):
             if _is_self(func.value) and self._stateful_submodule(func.attr.value):
-                return _Meeting(True, None)  # `self.embed(positions)`: meets its weights
+                # `self.embed(positions)`, `self.lstm(x, (h0, c0))`: meets its weights. A torch
+                # layer takes only data; another module, data first (then maybe sizes, grids).
+                if self._torch_layer(func.attr.value) or _data_argument(call, arg):
+                    return _Meeting(True, None)
             if func.attr.value in residence.SAME_DEVICE_METHODS and self._is_resident(func.value):
                 return _Meeting(True, func.value)
         return _NOTHING
@@ -311,6 +340,11 @@ class FactoryWithoutDevice(Rule):
             v is not None and classes.constructs_stateful_module(self.ctx, v) for _, v in facts.assigned_in
         )
 
+    def _torch_layer(self, attr: str) -> bool:
+        found = classes.enclosing_method(self.ctx)
+        value = found[0].attrs.get(attr) if found is not None else None
+        return value is not None and (value.cls or "").startswith("torch.nn.")
+
     # -- the fix -------------------------------------------------------------
     def _fix(self, factory: cst.Call, other: Optional[cst.BaseExpression], direct: bool) -> Optional[NodeFix]:
         params = self._method_params()
@@ -330,6 +364,37 @@ class FactoryWithoutDevice(Rule):
             args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         new = factory.with_changes(args=[*args, device])
         return self.fix(f"Create it on `{name}.device`", [(factory, new)])
+
+
+# Keyword arguments of a submodule call that carry data to mix with its
+# tensors (not sizes or grids): `attention_mask=`, `position_ids=`.
+_DATA_KEYWORDS = ("mask", "ids", "position", "input", "hidden", "embed", "states")
+
+
+def _data_argument(call: cst.Call, arg: cst.Arg) -> bool:
+    """The submodule's input: its first positional argument, or a data keyword."""
+    if arg.keyword is not None:
+        return any(w in arg.keyword.value for w in _DATA_KEYWORDS)
+    positional = [a for a in call.args if a.keyword is None]
+    return bool(positional) and positional[0] is arg and not arg.star
+
+
+def _explicitly_on_host(expr: cst.BaseExpression) -> bool:
+    """`t.cpu()`, `t.to("cpu")`: a value the code puts on the host on purpose."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value == "cpu":
+            return True
+        if expr.func.attr.value == "to" and expr.args:
+            first = expr.args[0].value
+            return isinstance(first, cst.SimpleString) and first.evaluated_value == "cpu"
+    return False
+
+
+def _passes_itself(value: cst.BaseExpression, name: str) -> bool:
+    """`h = block(h)`, `h = layer(h, mask)`."""
+    return isinstance(value, cst.Call) and any(
+        isinstance(a.value, cst.Name) and a.value.value == name for a in value.args
+    )
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:

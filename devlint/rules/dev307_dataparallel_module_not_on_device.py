@@ -78,8 +78,7 @@ class DataparallelModuleNotOnDevice(Rule):
         module = keyword(node, "module") or _positional(node, 0)
         if module is None:
             return
-        value = self.ctx.value_of(module)
-        if not value.is_module or value.device is not None:
+        if not self._built_here_unmoved(module):
             return
         owner = dotted(module)
         scope = events.scope_node(self.ctx)
@@ -97,6 +96,20 @@ class DataparallelModuleNotOnDevice(Rule):
             return
         log = self.ctx.events
         self.report(node, message, condition=lambda: not log.moved_after(scope, target, node))
+
+    def _built_here_unmoved(self, module: cst.BaseExpression) -> bool:
+        """A module constructed right there, or bound to a local name from a
+        constructor in this scope, and not moved since. Parameters and
+        attributes may have been moved anywhere: unknown."""
+        value = self.ctx.value_of(module)
+        if not value.is_module or value.device is not None or value.cls is None:
+            return False
+        if isinstance(module, cst.Call):
+            return True
+        if not isinstance(module, cst.Name):
+            return False
+        scope = self.ctx.scopes[-1] if self.ctx.scopes else None
+        return scope is not None and module.value in scope.names and module.value not in scope.params
 
     def _wrapper_target(self, node: cst.Call) -> Optional[str]:
         """The name the wrapper is stored in ("" for an expression statement), or

@@ -8,7 +8,7 @@ from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
 from ..semantics import keyword
-from ..semantics.names import dotted
+from ..semantics.names import dotted, is_variable_use
 
 # Reading a host tensor's values.
 _READ_METHODS = frozenset({"numpy", "tolist", "item"})
@@ -141,11 +141,8 @@ class NonblockingCopyReadBeforeSync(Rule):
         name = dotted(node)
         if name is None or name not in pending:
             return
-        parent = self.ctx.parent()
-        if isinstance(parent, cst.Attribute) and parent.attr is node:
-            return  # `x.host` names another thing than `host`
-        if isinstance(parent, cst.AssignTarget):
-            return
+        if not is_variable_use(self.ctx.parent(), node):
+            return  # `x.host`, `f(host=...)`: another thing than `host`
         if self._read_here(node):
             call = pending.pop(name)
             self.report(call, fix=self._fix(call))

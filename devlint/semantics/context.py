@@ -130,6 +130,12 @@ class Context:
             # `if torch.cuda.is_available(): device = "cuda"`: chosen by a guard.
             value = replace(value, device=replace(value.device, guarded=True))
         for target in node.targets:
+            if _pairwise(target.target, node.value):
+                # `x, y = x.to(device), y.to(device)`: each name gets its own value.
+                values = [self.value_of(v.value) for v in node.value.elements]  # type: ignore[attr-defined]
+                for el, v in zip(target.target.elements, values):  # type: ignore[attr-defined]
+                    self._bind_target(el.value, v)
+                continue
             self._bind_target(target.target, value)
         self._leave_guardable(node)
 
@@ -244,6 +250,8 @@ class Context:
             return self._call_value(expr)
         if isinstance(expr, cst.Subscript):
             base = self.value_of(expr.value)
+            if base.kind is Kind.MODULE_OUTPUT:
+                return base  # `out[0]`: part of the output, where the module is
             return Value(Kind.TENSOR, base.device) if base.is_tensor else UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
             left, right = self.value_of(expr.left), self.value_of(expr.right)
@@ -349,8 +357,11 @@ class Context:
             return UNKNOWN
         if attr == "device" and self.value_of(expr.value).is_tensor:
             return Value(Kind.DEVICE, Device(of_tensor=True))
-        if attr in ("T", "mT", "H", "data", "grad", "real", "imag") and self.value_of(expr.value).is_tensor:
-            return TENSOR
+        base = self.value_of(expr.value)
+        if attr in ("T", "mT", "H", "data", "grad", "real", "imag") and base.is_tensor:
+            return Value(Kind.TENSOR, base.device)
+        if base.kind is Kind.MODULE_OUTPUT and attr not in residence.NOT_DATA_ATTRS:
+            return base  # `out.logits`: part of the output, where the module is
         return UNKNOWN
 
     def _call_value(self, call: cst.Call) -> Value:
@@ -382,7 +393,7 @@ class Context:
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = self.value_of(func.value)
-            if receiver.is_tensor and method in torchapi.TENSOR_RETURNING_METHODS:
+            if (receiver.is_tensor or receiver.kind is Kind.MODULE_OUTPUT) and method in torchapi.TENSOR_RETURNING_METHODS:
                 return Value(Kind.TENSOR, self._moved_device(call, method, receiver.device))
             if receiver.is_module and method in torchapi.MODULE_RETURNING_METHODS:
                 return Value(Kind.MODULE, self._moved_device(call, method, receiver.device), receiver.cls)
@@ -468,6 +479,16 @@ def _string(expr: Optional[cst.BaseExpression]) -> Optional[str]:
 
 
 string_value = _string
+
+
+def _pairwise(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """`a, b = x, y`: as many plain targets as values, no unpacking."""
+    return (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    )
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:

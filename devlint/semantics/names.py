@@ -76,3 +76,23 @@ class ImportTable:
     @property
     def imports_torch(self) -> bool:
         return any(v == "torch" or v.startswith("torch.") for v in self.aliases.values())
+
+
+def is_variable_use(parent: Optional[cst.CSTNode], node: cst.BaseExpression) -> bool:
+    """Is `node` (a Name or Attribute, child of `parent`) a read of a variable —
+    not a keyword (`f(mask=...)`), an attribute's name (`x.mask`), a binding
+    target, a parameter, a definition's or an import's name?"""
+    if isinstance(parent, cst.Arg):
+        return parent.keyword is not node
+    if isinstance(parent, cst.Attribute):
+        return parent.attr is not node
+    if isinstance(parent, (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias,
+                           cst.AsName, cst.NameItem, cst.CompFor, cst.For)):
+        if isinstance(parent, cst.For):
+            return parent.target is not node
+        if isinstance(parent, cst.CompFor):
+            return parent.target is not node
+        return False
+    if isinstance(parent, (cst.AugAssign, cst.AnnAssign)):
+        return parent.target is not node or isinstance(parent, cst.AugAssign)
+    return True
