@@ -23,7 +23,7 @@ def codes(src: str, select: str = "DEV2") -> list[tuple[int, str]]:
 # What torch 2.13 really does with each (checked with torch.device(text)).
 @pytest.mark.parametrize(
     "text", ["gpu", "GPU", "CUDA", "Cuda", "cuda0", "cpu0", "cuda:-1", "cuda:", "cuda: 0", " cuda", "cuda ",
-             "cuda:00", "cuda:01", "cuda:0:1", "cuda:1.0", "cuda_0", "", "tpu"]
+             "cuda:00", "cuda:01", "cuda:0:1", "cuda:1.0", "cuda_0", ""]
 )
 def test_strings_torch_rejects(text):
     assert device_string_error(text) is not None
@@ -39,6 +39,7 @@ def test_unknown_lowercase_types_may_be_registered_backends():
     # `torch.utils.rename_privateuse1_backend("npu")` makes "npu" valid at run time.
     assert device_string_error("npu") is None
     assert device_string_error("npu:0") is None
+    assert device_string_error("tpu:0") is None  # transformers: torch.device("tpu:0")
 
 
 # -- DEV203: only device positions ------------------------------------------------
@@ -261,3 +262,62 @@ def test_module_device_assignment_is_not_a_read():
     src = "import torch\nfrom torch import nn\nm = nn.Linear(2, 2)\nm.device = torch.device('cpu')\n"
     assert codes(src) == []
 
+
+
+# -- devices of other libraries' objects -----------------------------------------------
+HF = (
+    "import torch\n"
+    "from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel\n"
+    "from accelerate import Accelerator\n"
+    "from diffusers import StableDiffusionPipeline\n"
+)
+
+
+def test_pretrained_model_device_is_a_parameter_device():
+    src = HF + (
+        "model = AutoModelForCausalLM.from_pretrained('gpt2').to('cpu').eval()\n"
+        "a = model.device == 'cuda'\n"
+        "b = model.device == torch.device('cuda')\n"
+        "pipe = StableDiffusionPipeline.from_pretrained('x')\n"
+        "dev = pipe.device\n"
+        "c = dev != 'cpu'\n"
+    )
+    assert codes(src) == [(6, "DEV206"), (7, "DEV205"), (10, "DEV206")]
+
+
+def test_tokenizer_and_unknown_objects_have_no_known_device():
+    src = HF + (
+        "tok = AutoTokenizer.from_pretrained('gpt2')\n"
+        "a = tok.device == 'cuda'\n"
+        "from somewhere import load\n"
+        "m = load('x')\n"
+        "b = m.device == 'cuda'\n"
+    )
+    assert codes(src) == []
+
+
+def test_accelerator_device_may_lack_an_index():
+    src = HF + "acc = Accelerator()\na = acc.device == 'cpu'\nb = acc.device == torch.device('mps')\n"
+    assert codes(src) == [(6, "DEV206")]
+
+
+def test_self_device_of_a_pretrained_model_subclass():
+    src = HF + (
+        "from mixins import Unknown\n"
+        "class My(PreTrainedModel):\n"
+        "    def f(self):\n"
+        "        return self.device == 'cpu'\n"
+        "class Child(My):\n"
+        "    def g(self):\n"
+        "        return self.device == torch.device('cuda')\n"
+        "class Mixed(Unknown, PreTrainedModel):\n"
+        "    def f(self):\n"
+        "        return self.device == 'cpu'\n"
+        "class Own(PreTrainedModel):\n"
+        "    @property\n"
+        "    def device(self):\n"
+        "        return 'cpu'\n"
+        "    def f(self):\n"
+        "        return self.device == 'cpu'\n"
+    )
+    assert codes(src) == [(8, "DEV206"), (11, "DEV205")]

@@ -63,23 +63,49 @@ def certain_value(ctx: "Context", expr: cst.BaseExpression) -> Value:
     current = ctx.value_of(expr)
     if current.kind is UNKNOWN.kind:
         return UNKNOWN
-    scope_node, innermost = _binding_scope(ctx, expr.value)
+    found = _in_effect(ctx, expr)
+    if found is None:
+        return UNKNOWN
+    sites, last = found
+    if last is not None:
+        return current if last.kind != "other" and not _default_disagrees(ctx, last, current) else UNKNOWN
+    return _agreed(ctx, sites)
+
+
+def certain_source(ctx: "Context", name: cst.Name) -> Optional[cst.BaseExpression]:
+    """The expression assigned to `name` by the one assignment certain to be in
+    effect here (`model = AutoModel.from_pretrained(...)`); None when that is
+    not certain or the binding is no plain assignment."""
+    found = _in_effect(ctx, name)
+    if found is None:
+        return None
+    sites, last = found
+    if last is None:
+        last = sites[0] if len(sites) == 1 else None
+    return last.value if last is not None and last.kind in ("assign", "annassign") else None
+
+
+def _in_effect(ctx: "Context", name: cst.Name) -> Optional[tuple[list[_Site], Optional[_Site]]]:
+    """Every binding of `name` in its scope, and the one certain to be in effect
+    at this use (None when several may be); None when the name is not
+    understood (unbound, `global`, ...)."""
+    scope_node, innermost = _binding_scope(ctx, name.value)
     if scope_node is None:
-        return UNKNOWN
+        return None
     scan = _scan(ctx, scope_node)
-    if expr.value in scan.opaque:
-        return UNKNOWN
-    sites = scan.sites.get(expr.value, [])
+    if name.value in scan.opaque:
+        return None
+    sites = scan.sites.get(name.value, [])
     if not sites:
-        return UNKNOWN
-    use = scan.ticks.get(id(expr))
+        return None
+    use = scan.ticks.get(id(name))
     if innermost and use is not None:
         before = [s for s in sites if s.time < use]
         if before:
             last = max(before, key=lambda s: s.time)
             if _dominates(ctx, last) and not _loops_back(ctx, sites, last, use):
-                return current if last.kind != "other" and not _default_disagrees(ctx, last, current) else UNKNOWN
-    return _agreed(ctx, sites)
+                return sites, last
+    return sites, None
 
 
 def _default_disagrees(ctx: "Context", site: _Site, value: Value) -> bool:

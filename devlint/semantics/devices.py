@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 import libcst as cst
 
 from . import torchapi
-from .bindings import certain_value
+from .bindings import certain_source, certain_value
 from .placements import placement
 from .values import Device, Kind, Value
 
@@ -28,7 +28,8 @@ _GRAMMAR = re.compile(r"(?P<type>[A-Za-z_]+)(?::(?P<index>0|[1-9][0-9]*))?")
 # Lowercase names torch rejects that people write for a GPU. Other unknown
 # lowercase names may be out-of-tree backends registered at run time
 # (`torch.utils.rename_privateuse1_backend("npu")`), so they are not judged.
-_NOT_DEVICE_TYPES = frozenset({"gpu", "gpus", "tpu", "nvidia", "cude"})
+# ("tpu" is not among them: the TPU backend for torch registers it.)
+_NOT_DEVICE_TYPES = frozenset({"gpu", "gpus", "nvidia", "cude"})
 
 
 def device_string_error(text: str) -> Optional[str]:
@@ -83,11 +84,14 @@ def string_literals(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield from string_literals(expr.orelse)
 
 
-def known_device(ctx: "Context", expr: cst.BaseExpression) -> Optional[tuple[Device, Callable[[], bool]]]:
+def known_device(
+    ctx: "Context", expr: cst.BaseExpression, _depth: int = 0
+) -> Optional[tuple[Device, Callable[[], bool]]]:
     """`expr` is certainly a `torch.device` object: `torch.device(...)`, a known
-    tensor's `.device`, a parameter annotated `torch.device`, a name bound to
-    one. Returns what is known of the device, and a condition to re-check once
-    the whole file is walked (a class' attributes may still change)."""
+    tensor's `.device`, a parameter annotated `torch.device`, the `.device` of a
+    Hugging Face model or pipeline or an `accelerate.Accelerator`, a name bound
+    to one. Returns what is known of the device, and a condition to re-check
+    once the whole file is walked (a class' attributes may still change)."""
     always: Callable[[], bool] = lambda: True
     if isinstance(expr, cst.Call):
         value = ctx.value_of(expr)
@@ -98,17 +102,111 @@ def known_device(ctx: "Context", expr: cst.BaseExpression) -> Optional[tuple[Dev
         value = certain_value(ctx, expr)
         if value.kind is Kind.DEVICE:
             return value.device or Device(), always
+        source = certain_source(ctx, expr) if _depth < 3 else None
+        if isinstance(source, cst.Attribute) and source.attr.value == "device":
+            return known_device(ctx, source, _depth + 1)
         return None
     if isinstance(expr, cst.Attribute):
         if expr.attr.value == "device" and not _is_self(expr.value):
             receiver, later = _certain(ctx, expr.value)
             if receiver.is_tensor:
                 return Device(of_tensor=True), lambda: later().is_tensor
+            owner = _device_owner(ctx, expr.value)
+            if owner is not None:
+                return Device(of_tensor=owner), always
             return None
         value, later = _certain(ctx, expr)
         if value.kind is Kind.DEVICE and _is_self(expr.value):
             return value.device or Device(), lambda: later().kind is Kind.DEVICE
+        if expr.attr.value == "device" and value.kind is Kind.UNKNOWN and _is_self(expr.value):
+            cls = ctx.current_class()
+            owner = _inherited_device(ctx, cls) if cls is not None else None
+            if owner is not None and not _dynamic(cls) and "device" not in cls.members:
+                return Device(of_tensor=owner), lambda: "device" not in cls.attrs
     return None
+
+
+# -- libraries whose objects have a `torch.device` at `.device` ----------------
+# `.device` of these is the device of the first parameter: a GPU one carries its index.
+_PARAMETER_DEVICE_LIBRARIES = ("transformers.", "diffusers.")
+_PRETRAINED = re.compile(r"(Model|Pipeline|For[A-Z]\w*)$")
+# Objects whose `.device` is a torch.device that may have no index (`mps`).
+_DEVICE_OBJECTS = frozenset(
+    {"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "accelerate.PartialState",
+     "accelerate.state.PartialState"}
+)
+# Base classes that give `self.device`: True where it is a parameter's device.
+_DEVICE_BASES = {
+    "transformers.PreTrainedModel": True, "transformers.modeling_utils.PreTrainedModel": True,
+    "diffusers.ModelMixin": True, "diffusers.models.modeling_utils.ModelMixin": True,
+    "diffusers.DiffusionPipeline": True, "diffusers.pipelines.pipeline_utils.DiffusionPipeline": True,
+    "lightning.LightningModule": False, "lightning.pytorch.LightningModule": False,
+    "pytorch_lightning.LightningModule": False, "lightning.pytorch.core.module.LightningModule": False,
+    "pytorch_lightning.core.module.LightningModule": False,
+}
+# Calls on such an object that return it (`model.to(device).eval()`).
+_RETURNS_SELF = frozenset(torchapi.MODULE_RETURNING_METHODS)
+
+
+def pretrained_class(qual: Optional[str]) -> bool:
+    """`transformers.AutoModelForCausalLM`, `diffusers.UNet2DConditionModel`,
+    `diffusers.StableDiffusionPipeline`: a model (or pipeline) class, not a
+    tokenizer, config or processor; TensorFlow and Flax classes excluded."""
+    if qual is None or not qual.startswith(_PARAMETER_DEVICE_LIBRARIES):
+        return False
+    last = qual.rsplit(".", 1)[-1]
+    return bool(_PRETRAINED.search(last)) and not last.startswith(("TF", "Flax"))
+
+
+def _device_owner(ctx: "Context", expr: cst.BaseExpression, depth: int = 0) -> Optional[bool]:
+    """Is `expr` an object whose `.device` is a torch.device? True when it is a
+    parameter's device (indexed on a GPU), False when it may lack the index,
+    None when not known to be such an object."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _RETURNS_SELF:
+        expr = expr.func.value
+    if isinstance(expr, cst.Call):
+        qual = ctx.qualify(expr.func)
+        if qual is None:
+            return None
+        if qual.endswith(".from_pretrained") and pretrained_class(qual[: -len(".from_pretrained")]):
+            return True
+        if qual in _DEVICE_OBJECTS:
+            return False
+        return None
+    if isinstance(expr, cst.Name) and depth < 3:
+        source = certain_source(ctx, expr)
+        return _device_owner(ctx, source, depth + 1) if source is not None else None
+    return None
+
+
+def _inherited_device(ctx: "Context", cls: "ClassInfo") -> Optional[bool]:
+    """Does `cls` inherit `.device` from one of the libraries above? Bases are
+    searched in order, as attribute lookup does; an unknown base met first may
+    define its own `device`, and then nothing is known."""
+    found = _search_device(ctx, cls, set())
+    return found if isinstance(found, bool) else None
+
+
+_NOT_FOUND, _MAYBE_ELSEWHERE = "not found", "maybe elsewhere"
+
+
+def _search_device(ctx: "Context", cls: "ClassInfo", seen: set[str]):
+    if cls.name in seen:
+        return _MAYBE_ELSEWHERE
+    seen.add(cls.name)
+    for base in cls.bases:
+        if base in _DEVICE_BASES:
+            return _DEVICE_BASES[base]
+        local = ctx.classes.get(base)
+        if local is not None:
+            if "device" in local.members or "device" in local.attrs or _dynamic(local):
+                return _MAYBE_ELSEWHERE
+            found = _search_device(ctx, local, seen)
+            if found is not _NOT_FOUND:
+                return found
+        elif not plain_torch_module(base) and base not in ("object", "abc.ABC"):
+            return _MAYBE_ELSEWHERE
+    return _NOT_FOUND
 
 
 def _certain(ctx: "Context", expr: cst.BaseExpression) -> tuple[Value, Callable[[], Value]]:
