@@ -27,7 +27,10 @@ class LoadWithoutMapLocation(Rule):
 
     `map_location=device`, `map_location=lambda storage, loc: storage`, a
     positional map location, `**kwargs` and a load under a CUDA guard are
-    not flagged.
+    not flagged; nor is an in-memory round trip: loading an `io.BytesIO` in
+    a file whose own `torch.save` writes into one (a broadcast, results sent
+    back by a worker process). Bytes from elsewhere — a file, a network
+    response — are still checkpoints from another machine.
 
     ## Example
     ```python
@@ -60,19 +63,61 @@ class LoadWithoutMapLocation(Rule):
     )
     triggers = ("load",)
 
+    def __init__(self, ctx, sink) -> None:
+        super().__init__(ctx, sink)
+        self._buffers: dict[int, set[str]] = {}  # per scope: names bound to an io.BytesIO
+        self._saves_to_memory = False  # the file torch.saves into an in-memory buffer
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        names = self._buffers.setdefault(id(self.ctx.scopes[-1].node), set())
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                if self._is_buffer_call(node.value):
+                    names.add(target.target.value)
+                else:
+                    names.discard(target.target.value)
+
     def visit_Call(self, node: cst.Call) -> None:
         qual = self.ctx.qualify(node.func)
+        if qual == "torch.save":
+            if self._in_memory(_argument(node, 1, "f")):
+                self._saves_to_memory = True
+            return
         if qual not in LOADERS or any(arg.star for arg in node.args):
             return
         func = "torch.jit.load" if "jit" in qual else "torch.load"
-        positional = [a for a in node.args if a.keyword is None]
-        where = keyword(node, "map_location") or (positional[1].value if len(positional) > 1 else None)
+        where = _argument(node, 1, "map_location")
+        unguarded = self.ctx.unguarded()
+        condition = unguarded
+        if self._in_memory(_argument(node, 0, "f")):
+            # Bytes in memory that this code's own torch.save wrote (a broadcast,
+            # a result sent back by a worker): a round trip, not a checkpoint
+            # from another machine.
+            condition = lambda: not self._saves_to_memory and unguarded()  # noqa: E731
         if where is None or (isinstance(where, cst.Name) and where.value == "None"):
-            self.report(node, self.message.format(func=func), fix=self._fix(node, where), condition=self.ctx.unguarded())
+            self.report(node, self.message.format(func=func), fix=self._fix(node, where), condition=condition)
             return
         device = self.ctx.device_of(where)
         if device is not None and device.hardcoded("cuda"):
-            self.report(node, self.literal_message.format(func=func), condition=self.ctx.unguarded())
+            self.report(node, self.literal_message.format(func=func), condition=unguarded)
+
+    def _is_buffer_call(self, expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Call) and self.ctx.qualify(expr.func) == "io.BytesIO"
+
+    def _in_memory(self, expr: Optional[cst.BaseExpression]) -> bool:
+        """`io.BytesIO(...)`, or a name bound to one in an enclosing scope."""
+        if expr is None:
+            return False
+        if self._is_buffer_call(expr):
+            return True
+        if not isinstance(expr, cst.Name):
+            return False
+        for scope in reversed(self.ctx.scopes):
+            if expr.value in self._buffers.get(id(scope.node), ()):
+                return True
+            if expr.value in scope.names or expr.value in scope.params:
+                return False
+        return False
 
     def _fix(self, call: cst.Call, where: Optional[cst.BaseExpression]) -> Optional[NodeFix]:
         chosen = self._chosen_device()
@@ -92,6 +137,15 @@ class LoadWithoutMapLocation(Rule):
         return "device"
 
 
+def _argument(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:
+    """The argument passed as `name=` or at position `index`."""
+    found = keyword(call, name)
+    if found is not None:
+        return found
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    return positional[index] if len(positional) > index else None
+
+
 def _append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
     """`f(a)` -> `f(a, name=value)`, keeping a multi-line call's layout."""
     arg = cst.Arg(
@@ -106,12 +160,15 @@ def _append_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst
     if not isinstance(last.comma, cst.Comma):
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         return call.with_changes(args=[*args, arg])
-    # A trailing comma: one argument per line. The new one goes last, on a line
-    # indented like the others (without copying any comment).
+    # A trailing comma: one argument per line. The new one goes last, indented
+    # like the others; a comment after the old last argument stays with it.
     before = args[-2].comma.whitespace_after if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else call.whitespace_before_args
-    if isinstance(before, cst.ParenthesizedWhitespace):
-        newline = cst.ParenthesizedWhitespace(indent=before.indent, last_line=before.last_line)
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=newline))
-    else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    after = last.comma.whitespace_after
+    if isinstance(before, cst.ParenthesizedWhitespace) and isinstance(after, cst.ParenthesizedWhitespace):
+        args[-1] = last.with_changes(
+            comma=last.comma.with_changes(whitespace_after=after.with_changes(indent=before.indent, last_line=before.last_line))
+        )
+        closing = cst.ParenthesizedWhitespace(indent=after.indent, last_line=after.last_line)
+        return call.with_changes(args=[*args, arg.with_changes(comma=cst.Comma(whitespace_after=closing))])
+    args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
     return call.with_changes(args=[*args, arg.with_changes(comma=last.comma)])

@@ -7,6 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Rule
 from ..semantics import keyword, torchapi
+from ..semantics.compat import is_version_fallback
 
 
 class HardcodedAmpDevice(Rule):
@@ -26,7 +27,10 @@ class HardcodedAmpDevice(Rule):
     they are deprecated in favour of `torch.amp.autocast("cuda", ...)`.
 
     An explicit `enabled=` other than `True` (`enabled=use_amp`) is the
-    author's switch and silences the literal-device case.
+    author's switch and silences the literal-device case. The deprecated
+    spelling as a fallback for old releases (in a branch chosen by the torch
+    version, or in an `except AttributeError:` after trying the new one) is
+    what those releases need and is not flagged.
 
     Not flagged: `device_type=str(device)`. Old PyTorch releases rejected a
     device type with an index (`'cuda:0'`); torch 2.13 accepts it.
@@ -69,6 +73,8 @@ class HardcodedAmpDevice(Rule):
         if qual is None:
             return
         if qual in torchapi.DEPRECATED_CUDA_AMP:
+            if is_version_fallback(self.ctx.stack):
+                return  # what old releases need, beside the new spelling
             cls = torchapi.DEPRECATED_CUDA_AMP[qual].rsplit(".", 1)[-1]
             what = f"torch.cuda.amp.{cls}()"
             self.report(node, self.deprecated_message.format(what=what, cls=cls))

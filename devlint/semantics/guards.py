@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator
 import libcst as cst
 
 from . import torchapi
+from .libraries import imports_cuda_only_library
 from .names import dotted
 from .values import Kind
 from .tree import children
@@ -96,15 +97,17 @@ def mentions_device_count(ctx: "Context", expr: cst.CSTNode, loose: bool = True)
 class GuardKind:
     """What a guard must check: `mentions` a condition's dependence on it,
     `words` in a function's or class' name that imply it, and whether any
-    skip/require decorator counts (a test that may be skipped)."""
+    skip/require decorator counts (a test that may be skipped), and whether
+    a function or class that imports a CUDA-only library counts."""
 
     mentions: Callable[["Context", cst.CSTNode], bool]
     words: "re.Pattern[str]"
     any_skip: bool
+    cuda_only_code: bool = False
 
 
 # Code reached only where an accelerator is: the guard of `.cuda()`.
-AVAILABILITY = GuardKind(mentions_availability, torchapi.GUARD_WORDS, True)
+AVAILABILITY = GuardKind(mentions_availability, torchapi.GUARD_WORDS, True, cuda_only_code=True)
 # Code reached only where enough GPUs are: the guard of `'cuda:1'`.
 DEVICE_COUNT = GuardKind(mentions_device_count, torchapi.COUNT_WORDS, False)
 
@@ -212,6 +215,8 @@ def is_guarded(
                 return True
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             if kind.words.search(node.name.value) or _decorated_for(ctx, node, kind):
+                return True
+            if kind.cuda_only_code and imports_cuda_only_library(node):
                 return True
         elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             # `[t.cuda() for t in ts if torch.cuda.is_available()]`

@@ -136,7 +136,12 @@ DEVICE_STRING = re.compile(r"^(?P<type>[a-z_]+)(?::(?P<index>\d+))?$")
 # Identifiers that, in a condition, almost always mean "is an accelerator here?"
 # (`if args.cuda:`, `if use_gpu:`, `if is_torch_cuda_available():`). Precision
 # first: a condition that mentions one is treated as a guard.
-GUARD_WORDS = re.compile(r"cuda|gpu|mps|xpu|accel|available|device|distributed|rank|world_size|half|fp16|amp|cudnn", re.I)
+# `sys.platform` / `platform.system()` / `is_macos`: a platform check is how code
+# tells Apple silicon (MPS) apart.
+GUARD_WORDS = re.compile(
+    r"cuda|gpu|mps|xpu|accel|available|device|distributed|rank|world_size|half|fp16|amp|cudnn|platform|darwin|macos",
+    re.I,
+)
 
 # Tensor properties that name its device type: `t.is_cuda`, never `t.is_cuda()`.
 TENSOR_DEVICE_PROPERTIES = frozenset(
@@ -166,7 +171,7 @@ DEVICE_COUNT_PROBES = frozenset(
 # A rank/world size also ties an ordinal to the processes actually launched.
 COUNT_WORDS = re.compile(
     r"device_count|n_?gpus?\b|num_?gpus|gpus?_?count|ngpus?|multi_?gpu|multi_?accelerator|min_\w*gpus"
-    r"|num_devices|n_devices|world_size|rank",
+    r"|num_devices|n_devices|world_size|rank|^gpus$|gpu_ids|^devices$",
     re.I,
 )
 

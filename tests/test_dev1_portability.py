@@ -1,0 +1,272 @@
+"""DEV102-DEV108 and the semantic facts they added: guard kinds (a check of
+the GPU count), truthiness of an expression, and the shapes the fixtures
+cannot run on this machine (torch.jit.load, `from torch import has_cuda`)."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from devlint import registry
+from devlint.engine import lint_source
+from devlint.fixes import fix_source
+from devlint.semantics.truthiness import TESTED, AssignedTo, truth_use
+
+ALL = registry.all_rules()
+
+
+def codes(src: str, select: str = "DEV1") -> list[tuple[int, str]]:
+    rules = [r for r in ALL if r.code.startswith(select)]
+    return [(d.start.row, d.code) for d in lint_source(src, "t.py", rules).diagnostics]
+
+
+def fixed(src: str) -> str:
+    result = fix_source(src, "t.py", ALL, unsafe=True)
+    return result.fixed_text or src
+
+
+# -- truthiness ---------------------------------------------------------------
+
+
+class _Finder(cst.CSTVisitor):
+    """The ancestor chain of the first `probe` name (as the walk's stack is)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[cst.CSTNode] = []
+        self.chain: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        if not self.chain and isinstance(node, cst.Name) and node.value == "probe":
+            self.chain = list(self.stack)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def use_of_probe(src: str):
+    finder = _Finder()
+    cst.parse_module(src).visit(finder)
+    return truth_use(finder.chain)
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "if probe:\n    pass\n",
+        "while probe:\n    break\n",
+        "assert probe\n",
+        "x = 1 if probe else 2\n",
+        "x = not probe\n",
+        "x = probe and y\n",
+        "if y or (z and probe):\n    pass\n",
+        "xs = [a for a in b if probe]\n",
+        "flag = bool(probe)\n",
+    ],
+)
+def test_truth_is_tested(src):
+    assert use_of_probe(src) == TESTED
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "cache(probe)\n",
+        "xs = list(filter(probe, ys))\n",
+        "f(callback=probe)\n",
+        "x = probe if c else other\n",
+        "def f():\n    return probe\n",
+        "x = probe.__name__\n",
+    ],
+)
+def test_truth_is_not_tested(src):
+    assert use_of_probe(src) is None
+
+
+def test_assignment_is_followed_to_the_name():
+    use = use_of_probe("flag = y and probe\n")
+    assert isinstance(use, AssignedTo) and use.name == "flag"
+    assert use_of_probe("a, b = probe, 1\n") is None
+
+
+# -- guard kinds: the GPU count --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "if torch.cuda.device_count() > 1:\n    {line}\n",
+        "n = torch.cuda.device_count()\nif n >= 2:\n    {line}\n",
+        "if args.n_gpu > 1:\n    {line}\n",
+        "def f():\n    if torch.cuda.device_count() < 2:\n        return\n    {line}\n",
+        "@pytest.mark.skipif(torch.cuda.device_count() < 2, reason='2 GPUs')\ndef test_f():\n    {line}\n",
+        "@require_torch_multi_gpu\ndef test_f():\n    {line}\n",
+        "def test_multi_gpu():\n    {line}\n",
+    ],
+)
+def test_a_check_of_the_gpu_count_guards_an_ordinal(guard):
+    src = "import torch, pytest\n" + guard.format(line="torch.cuda.set_device(1)")
+    assert codes(src, "DEV104") == []
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "if torch.cuda.is_available():\n    {line}\n",
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason='GPU')\ndef test_f():\n    {line}\n",
+        "def to_gpu():\n    {line}\n",
+    ],
+)
+def test_availability_is_no_check_of_the_gpu_count(guard):
+    src = "import torch, pytest\n" + guard.format(line="torch.cuda.set_device(1)")
+    assert [c for _, c in codes(src, "DEV104")] == ["DEV104"]
+
+
+def test_a_gpu_count_flag_guards_cuda_placement_too():
+    src = "import torch\nn_gpu = torch.cuda.device_count()\nif n_gpu > 0:\n    x = torch.ones(1).cuda()\n"
+    assert codes(src) == []
+
+
+def test_comprehension_if_guards_its_element():
+    src = "import torch\nxs = [t.cuda() for t in ts if torch.cuda.is_available()]\n"
+    assert codes(src) == []
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["nn.DataParallel(m, device_ids=[0, 1])", "nn.DataParallel(m, [0, 2])",
+     "nn.parallel.DistributedDataParallel(m, device_ids=[1], output_device=1)",
+     "torch.ones(1).cuda(device=1)", "torch.ones(1).to(torch.device('cuda:3'))"],
+)
+def test_ordinal_shapes(call):
+    src = f"import torch\nimport torch.nn as nn\nif torch.cuda.is_available():\n    {call}\n"
+    assert codes(src, "DEV104") == [(4, "DEV104")]
+
+
+@pytest.mark.parametrize(
+    "call", ["nn.DataParallel(m, device_ids=[0])", "torch.ones(1).cuda(0)", "torch.ones(1).to('cuda:0')",
+             "nn.DataParallel(m, device_ids=ids)"],
+)
+def test_ordinal_zero_or_unknown_is_fine(call):
+    src = f"import torch\nimport torch.nn as nn\nif torch.cuda.is_available():\n    {call}\n"
+    assert codes(src, "DEV104") == []
+
+
+# -- DEV103 --------------------------------------------------------------------------
+
+
+def test_jit_load_without_map_location():
+    src = "import torch\nm = torch.jit.load('model.pt')\nok = torch.jit.load('model.pt', map_location='cpu')\n"
+    assert codes(src, "DEV103") == [(2, "DEV103")]
+    assert "torch.jit.load('model.pt', map_location=\"cpu\")" in fixed(src)
+
+
+def test_load_through_an_alias_and_from_import():
+    src = "import torch as th\nfrom torch import load\na = th.load(p)\nb = load(p)\nc = pickle.load(f)\n"
+    assert codes(src, "DEV103") == [(3, "DEV103"), (4, "DEV103")]
+
+
+def test_map_location_fix_keeps_one_argument_per_line():
+    src = "import torch\nstate = torch.load(\n    path,  # the file\n)\n"
+    assert fixed(src) == "import torch\nstate = torch.load(\n    path,  # the file\n    map_location=\"cpu\",\n)\n"
+
+
+# -- DEV105 ------------------------------------------------------------------------
+
+
+def test_bf16_probe_not_called():
+    src = "import torch\ndtype = torch.bfloat16 if torch.cuda.is_bf16_supported else torch.float16\n"
+    assert codes(src, "DEV105") == [(2, "DEV105")]
+    assert "torch.cuda.is_bf16_supported()" in fixed(src)
+
+
+def test_a_name_holding_the_probe_is_reported_once_where_tested():
+    src = (
+        "import torch\nuse_gpu = torch.cuda.is_available\n"
+        "if use_gpu:\n    pass\nif not use_gpu:\n    pass\n"
+    )
+    assert codes(src, "DEV105") == [(3, "DEV105")]
+    assert "use_gpu = torch.cuda.is_available()\n" in fixed(src)
+
+
+def test_a_rebound_name_no_longer_holds_the_probe():
+    src = "import torch\nuse_gpu = torch.cuda.is_available\nuse_gpu = use_gpu()\nif use_gpu:\n    pass\n"
+    assert codes(src, "DEV105") == []
+
+
+def test_a_local_is_available_is_not_torchs():
+    src = "import torch\ndef is_available():\n    return False\nif is_available:\n    pass\n"
+    assert codes(src, "DEV105") == []
+
+
+# -- DEV107 / DEV108 ------------------------------------------------------------------
+
+
+def test_amp_from_imports_and_switches():
+    src = (
+        "import torch\nfrom torch.cuda.amp import GradScaler\nfrom torch import autocast\n"
+        "s = GradScaler()\n"
+        "with autocast('cuda', enabled=args.amp):\n    pass\n"
+        "with autocast('cuda', enabled=False):\n    pass\n"
+        "with autocast('cuda'):\n    pass\n"
+    )
+    assert codes(src, "DEV107") == [(4, "DEV107"), (9, "DEV107")]
+
+
+def test_deprecated_flag_through_from_import():
+    src = "import torch\nfrom torch import has_cuda\nif has_cuda:\n    pass\ntorch.has_cuda = False\n"
+    assert codes(src, "DEV108") == [(3, "DEV108")]
+    assert "if torch.cuda.is_available():" in fixed(src)
+
+
+# -- in-memory round trips, version fallbacks, CUDA-only libraries ----------------------
+
+
+def test_in_memory_round_trip_is_no_foreign_checkpoint():
+    src = (
+        "import io, torch\n"
+        "def send(obj):\n    buffer = io.BytesIO()\n    torch.save(obj, buffer)\n    return buffer.getvalue()\n"
+        "def receive(data):\n    return torch.load(io.BytesIO(data))\n"
+    )
+    assert codes(src, "DEV103") == []
+
+
+def test_bytes_from_elsewhere_are_still_a_checkpoint():
+    src = "import io, requests, torch\nr = requests.get(url)\nx = torch.load(io.BytesIO(r.content))\n"
+    assert codes(src, "DEV103") == [(3, "DEV103")]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "s = torch.amp.GradScaler(device) if TORCH_GE_2_3 else torch.cuda.amp.GradScaler()\n",
+        "if is_torch_version('>=', '2.3'):\n    s = torch.amp.GradScaler(device)\nelse:\n    s = torch.cuda.amp.GradScaler()\n",
+        "try:\n    s = torch.amp.GradScaler(device=d)\nexcept (AttributeError, TypeError):\n    s = torch.cuda.amp.GradScaler()\n",
+        "if not hasattr(torch, 'amp'):\n    s = torch.cuda.amp.GradScaler()\n",
+    ],
+)
+def test_deprecated_amp_as_a_fallback_for_old_releases(src):
+    assert codes("import torch\n" + src, "DEV107") == []
+
+
+def test_deprecated_amp_outside_a_fallback():
+    src = "import torch\nif use_amp:\n    s = torch.cuda.amp.GradScaler()\n"
+    assert codes(src, "DEV107") == [(3, "DEV107")]
+
+
+def test_code_that_imports_a_cuda_only_library_is_cuda_code():
+    src = (
+        "import torch\n"
+        "class FP8Precision:\n"
+        "    def forward_context(self):\n"
+        "        ctx = torch.autocast(device_type='cuda')\n"
+        "        import transformer_engine.pytorch as te\n"
+        "        return ctx, te\n"
+        "    def convert(self, module):\n"
+        "        return module.cuda()\n"
+    )
+    assert codes(src) == []
+    plain = src.replace("import transformer_engine.pytorch as te", "te = None")
+    assert sorted(c for _, c in codes(plain)) == ["DEV101", "DEV107"]
