@@ -270,3 +270,8 @@ def test_code_that_imports_a_cuda_only_library_is_cuda_code():
     assert codes(src) == []
     plain = src.replace("import transformer_engine.pytorch as te", "te = None")
     assert sorted(c for _, c in codes(plain)) == ["DEV101", "DEV107"]
+
+
+def test_data_parallel_without_cuda_in_the_text_is_still_linted():
+    src = "import torch.nn as nn\nnet = nn.DataParallel(model, [0, 1])\n"
+    assert codes(src, "DEV104") == [(2, "DEV104")]

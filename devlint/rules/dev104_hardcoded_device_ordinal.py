@@ -56,8 +56,9 @@ class HardcodedDeviceOrdinal(Rule):
         raises="RuntimeError|AssertionError",
         match=r"invalid device ordinal|Invalid device id",
     )
-    # 'cuda:1', .cuda(1), torch.device('cuda', 2), set_device: all say cuda; DataParallel says device_ids.
-    triggers = ("cuda", "device_ids")
+    # 'cuda:1', .cuda(1), torch.device('cuda', 2), set_device: all say cuda; the
+    # parallel wrappers are named (DataParallel, DistributedDataParallel, data_parallel).
+    triggers = ("cuda", "DataParallel", "data_parallel")
 
     def visit_Call(self, node: cst.Call) -> None:
         index = self._ordinal(node)
