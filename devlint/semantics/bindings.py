@@ -50,6 +50,7 @@ class _Scan:
     ticks: dict[int, int] = field(default_factory=dict)  # id(node) -> enter time
     sites: dict[str, list[_Site]] = field(default_factory=dict)
     opaque: set[str] = field(default_factory=set)  # global/nonlocal names
+    failed: bool = False  # the scope could not be scanned
 
 
 _cache: "weakref.WeakKeyDictionary[Context, dict[int, _Scan]]" = weakref.WeakKeyDictionary()
@@ -93,7 +94,7 @@ def _in_effect(ctx: "Context", name: cst.Name) -> Optional[tuple[list[_Site], Op
     if scope_node is None:
         return None
     scan = _scan(ctx, scope_node)
-    if name.value in scan.opaque:
+    if scan.failed or name.value in scan.opaque:
         return None
     sites = scan.sites.get(name.value, [])
     if not sites:
@@ -176,7 +177,10 @@ def _scan(ctx: "Context", scope_node: cst.CSTNode) -> _Scan:
     per_ctx = _cache.setdefault(ctx, {})
     found = per_ctx.get(id(scope_node))
     if found is None:
-        found = _Scanner(scope_node).run()
+        try:
+            found = _Scanner(scope_node).run()
+        except RecursionError:  # nested too deeply to follow: nothing is certain
+            found = _Scan(failed=True)
         per_ctx[id(scope_node)] = found
     return found
 
