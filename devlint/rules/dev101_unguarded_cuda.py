@@ -65,6 +65,7 @@ class UnguardedCuda(Rule):
         match=(
             r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
             r"|no CUDA-capable device|has no attribute '_cuda_setDevice'"
+            r"|Attempting to deserialize object on a CUDA device"
         ),
     )
     triggers = ("cuda",)
