@@ -62,7 +62,7 @@ def _color() -> bool:
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))  # an unreadable file is reported, not fatal
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Use this configuration file (a pyproject.toml with [tool.devlint], or a TOML file of the same keys).")
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (DEV1, DEV201, ALL); replaces the configuration's selection.")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
@@ -155,6 +155,7 @@ def check(
     summary = Summary(
         files_checked=len(files), fixes_applied=sum(r.fixes_applied for r in results),
         color=output_format == "full" and _color(), rules=tuple(registry.by_code()[c] for c in selection.codes),
+        errors=len(errors),
     )
     if not diff or output_format not in HUMAN_FORMATS:
         writer = FORMATS[output_format]

@@ -9,6 +9,7 @@ exclusions apply to it (what pre-commit, which passes every staged file, needs).
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 from pathlib import Path
@@ -87,6 +88,17 @@ class GitIgnored:
         return False
 
 
+def _why_missing(path: Path) -> str:
+    if not os.path.islink(path):
+        return "no such file or directory"
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop"
+    return f"broken symbolic link (to {os.readlink(path)}, which does not exist)"
+
+
 def discover(paths: Iterable[str], file_filter: Optional[FileFilter] = None) -> Iterator[Path]:
     """Files to lint, in a stable order, each once."""
     file_filter = file_filter if file_filter is not None else FileFilter.build(Config())
@@ -96,7 +108,7 @@ def discover(paths: Iterable[str], file_filter: Optional[FileFilter] = None) -> 
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            raise PathError(f"{raw}: no such file or directory")
+            raise PathError(f"{raw}: {_why_missing(path)}")
         real = os.path.realpath(path)
         if path.is_file():
             if real in seen:

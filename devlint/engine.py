@@ -147,6 +147,10 @@ def _syntax_error_position(text: str, exc: cst.ParserSyntaxError) -> tuple[int, 
             return py.lineno, max(py.offset or 1, 1), f"SyntaxError: {py.msg}"
     except (ValueError, RecursionError, MemoryError):
         pass
+    nul = text.find("\0")
+    if nul >= 0:  # CPython refuses the whole text without a position: point at the byte
+        line = text.count("\n", 0, nul) + 1
+        return line, nul - (text.rfind("\n", 0, nul) + 1) + 1, "SyntaxError: source code cannot contain null bytes"
     return max(exc.raw_line, 1), exc.raw_column + 1, f"SyntaxError: {exc.message}"
 
 

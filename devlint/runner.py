@@ -8,14 +8,12 @@ or a notebook's code cells) -> the cache, or lint / fix -> write back.
 from __future__ import annotations
 
 import difflib
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from . import registry, suppression
+from . import isolation, registry, suppression
 from .cache import Cache
 from .config import BUILTIN_CODES, Selection
 from .diagnostics import Diagnostic
@@ -141,16 +139,21 @@ def lint_path(path: Path, settings: Settings) -> FileResult:
     except NotebookError as exc:
         return FileResult(name, error=str(exc))
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        return FileResult(name, error=f"cannot decode file: {exc}")
+        return FileResult(name, error=isolation.decode_error(data, exc))
     codes, ignored = settings.codes_for(path)
     by_code = registry.by_code()
     rules = [by_code[c] for c in codes]
     try:
-        result = _check(path, data, document, name, rules, settings)
+        # devlint/isolation.py: a file too large or nested too deeply to parse here.
+        result = isolation.guard(path, settings, document.text, rules, name, not isinstance(document, Notebook), lint_path)
+        if result is None:
+            result = _check(path, data, document, name, rules, settings)
     except RecursionError:
         return FileResult(name, error="file is nested too deeply to analyse")
     except NotebookError as exc:
         return FileResult(name, error=f"cannot write the fixes back: {exc}")
+    except OSError as exc:  # the only I/O left is writing the fixes
+        return FileResult(name, error=f"cannot write the fixes back: {exc.strerror or exc}")
     except Exception as exc:  # an internal error on one file must not stop the run
         return FileResult(name, error=f"internal error: {type(exc).__name__}: {exc}")
     result.diagnostics = _drop_ignored(result.diagnostics, ignored)
@@ -193,12 +196,16 @@ def _lint_one(args: tuple[Path, Settings]) -> FileResult:
 
 def run(files: Sequence[Path], settings: Settings, jobs: Optional[int] = None) -> list[FileResult]:
     jobs = jobs or os.cpu_count() or 1
+    # devlint/isolation.py: a big native stack; a worker that dies is replaced
+    # and the file it died on reported.
     if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        return [lint_path(f, settings) for f in files]
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        return isolation.call_with_big_stack(lambda: [lint_path(f, settings) for f in files])
     chunk = max(1, min(32, len(files) // (jobs * 8)))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        return list(pool.map(_lint_one, [(f, settings) for f in files], chunksize=chunk))
+    return isolation.supervised_map(_lint_one, [(f, settings) for f in files], jobs, chunk, _failed)
+
+
+def _failed(args: tuple[Path, Settings], why: str) -> FileResult:
+    return FileResult(display_name(args[0]), error=why)
 
 
 __all__ = ["Settings", "display_name", "lint_path", "open_document", "run"]

@@ -18,6 +18,7 @@ class Summary:
     fix_hint: bool = False  # whether to mention --fix for fixable findings
     color: bool = False  # ANSI colour (only when writing to a terminal)
     rules: tuple = ()  # the rule classes that ran (SARIF lists them)
+    errors: int = 0  # files that could not be linted (each named on stderr)
 
 
 def location(d: Diagnostic) -> str:
@@ -39,8 +40,13 @@ def summary_line(diagnostics: Sequence[Diagnostic], summary: Summary) -> str:
     if summary.fixes_applied:
         parts.append(f"Fixed {summary.fixes_applied} problem{'s' if summary.fixes_applied != 1 else ''}.")
     n = len(diagnostics)
+    # Never "All checks passed!" over files that could not be linted.
+    errors = f" {summary.errors} file{'s' if summary.errors != 1 else ''} could not be linted." if summary.errors else ""
     if n == 0:
-        parts.append("All checks passed!" if not summary.fixes_applied else "No problems remain.")
+        if errors:
+            parts.append("No problems found;" + errors)
+        else:
+            parts.append("All checks passed!" if not summary.fixes_applied else "No problems remain.")
         return " ".join(parts)
     files = len({d.filename for d in diagnostics})
     parts.append(f"Found {n} problem{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}.")
@@ -56,4 +62,4 @@ def summary_line(diagnostics: Sequence[Diagnostic], summary: Summary) -> str:
         else:
             hint += " with `--fix --unsafe-fixes`"
         parts.append(f"[*] {hint}.")
-    return " ".join(parts)
+    return " ".join(parts) + errors
