@@ -7,6 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Rule
 from ..semantics import loops, residence, torchapi
+from ..semantics.names import dotted
 from ..semantics.values import Kind
 
 # Tensor methods that copy device data to the host, and so wait for the GPU.
@@ -40,9 +41,11 @@ class HostSyncInLoop(Rule):
     tensor or a module's output), where the code around the loop places
     anything on an accelerator (`.to(device)`, `.cuda()`,
     `accelerator.prepare(...)`: a loop that trains on the CPU waits for
-    nothing), in the loop's own body, and not under a condition that may skip steps: a
-    comparison, a `%`, a call, or a flag named for logging (`if verbose:`). A
-    flag that holds on every step alike (`if use_amp:`) is no such condition.
+    nothing), in the loop's body (loops nested in it included), not in a check (`assert ...`,
+    `self.assertEqual(...)`), and not under a condition that may skip steps:
+    a comparison, a `%`, a call, or a flag named for logging (`if verbose:`).
+    A flag that holds on every step alike (`if use_amp:`) is no such
+    condition.
 
     ## Example
     ```python
@@ -90,7 +93,23 @@ class HostSyncInLoop(Rule):
         loop = loops.training_loop(self.ctx)
         if loop is None or loops.periodic(self.ctx, loop) or not loops.uses_accelerator(self.ctx, loop):
             return
+        if self._checks_a_value(loop):
+            return
         self.report(node, self.message.format(what=what))
+
+    def _checks_a_value(self, loop: cst.CSTNode) -> bool:
+        """Inside `assert ...` or `self.assertEqual(...)`/`assert_close(...)`: a
+        test reads the value on purpose, to check it."""
+        for node in reversed(self.ctx.stack):
+            if node is loop:
+                return False
+            if isinstance(node, cst.Assert):
+                return True
+            if isinstance(node, cst.Call):
+                name = dotted(node.func) or ""
+                if name.rsplit(".", 1)[-1].lower().startswith("assert"):
+                    return True
+        return False
 
     def _sync(self, call: cst.Call) -> Optional[str]:
         """What host read this call is, if it reads device data."""
