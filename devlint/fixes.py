@@ -3,11 +3,12 @@ pass, repeated until nothing changes, and written atomically."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 
@@ -82,20 +83,46 @@ def fix_source(text: str, filename: str, rules: Sequence[type[Rule]], unsafe: bo
     return result
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+class FileChanged(OSError):
+    """The file on disk is no longer the text the fixes were computed from."""
+
+
+def write_atomic(path: Path, data: bytes, original: Optional[bytes] = None) -> bool:
     """Write through a temporary file in the same folder and an atomic rename,
-    keeping the file's mode: a crash leaves the old file or the new, never half.
-    A symbolic link is followed: the file it points to is rewritten, the link kept."""
+    keeping the file's mode (and owner, where allowed): a crash leaves the old
+    file or the new, never half. A symbolic link is followed: the file it
+    points to is rewritten, the link kept. A read-only file is not replaced.
+
+    With `original` (the bytes the fixes were computed from), the file is
+    checked just before the rename: if it already holds `data` (another
+    devlint got there first) nothing is written and False is returned; if it
+    holds anything else (an editor saved it meanwhile) FileChanged is raised
+    and the file is left alone. Returns whether the file was written."""
     path = Path(os.path.realpath(path))
-    mode = os.stat(path).st_mode & 0o7777
+    st = os.stat(path)
+    if not os.access(path, os.W_OK):
+        raise PermissionError(errno.EACCES, "Permission denied (the file is read-only)", str(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".devlint-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, st.st_mode & 0o7777)
+        if hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass  # not ours to give away: the new file stays ours
+        if original is not None:
+            current = path.read_bytes()
+            if current == data:
+                os.unlink(tmp)
+                return False
+            if current != original:
+                raise FileChanged(errno.EAGAIN, "the file changed while devlint was fixing it; nothing was written", str(path))
         os.replace(tmp, path)
+        return True
     except BaseException:
         try:
             os.unlink(tmp)

@@ -171,7 +171,7 @@ def _check(path: Path, data: bytes, document: Document, name: str, rules: list[t
             if settings.diff:
                 result.diff = document.diff(result.fixed_text, name)
             else:
-                write_atomic(path, document.encode(result.fixed_text))
+                write_atomic(path, document.encode(result.fixed_text), original=data)  # never over a concurrent edit
         return result
 
     key = None
