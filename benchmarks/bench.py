@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -80,18 +79,30 @@ class Measure:
     note: str = ""
 
 
+# A fresh parent per measurement: its RUSAGE_CHILDREN covers exactly one command
+# and its workers (ru_maxrss is the largest of them, in KiB on Linux).
+MEASURE_SCRIPT = r"""
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
+wall = time.perf_counter() - start
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": rc, "wall": wall, "cpu": u.ru_utime + u.ru_stime, "rss_kib": u.ru_maxrss}))
+"""
+
+
 def run_measured(cmd: list[str], cwd: Path, env: Optional[dict] = None) -> Measure:
     """Run a command; wall, CPU (user+sys of it and its children) and peak RSS."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    # ru_maxrss is the largest child seen so far (KiB on Linux).
-    return Measure(wall, cpu, after.ru_maxrss / 1024)
+    proc = subprocess.run(
+        [sys.executable, "-c", MEASURE_SCRIPT, *cmd], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    try:
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise RuntimeError(f"could not measure {' '.join(cmd)}: {proc.stderr.strip()[-500:]}") from None
+    if data["rc"] not in (0, 1):
+        raise RuntimeError(f"{' '.join(cmd)} exited {data['rc']}")
+    return Measure(data["wall"], data["cpu"], data["rss_kib"] / 1024)
 
 
 def median_of(fn, *args) -> Measure:
