@@ -25,6 +25,9 @@ _TRUE = Value(Kind.TRUE_CONSTANT)
 class Context:
     def __init__(self, source: str) -> None:
         self.source = source
+        # Whether any availability/count probe is named at all (a cheap text test that
+        # lets per-assignment probe scans be skipped in the many files without one).
+        self.names_a_probe = any(p.rsplit(".", 1)[-1] in source for p in torchapi.PROBE_NAMES)
         self.imports = ImportTable()
         self.stack: list[cst.CSTNode] = []  # ancestors of (and including) the current node
         self.scopes: list[Scope] = []
@@ -122,10 +125,12 @@ class Context:
 
     def _leave_assign(self, node: cst.Assign) -> None:
         value = self.value_of(node.value)
-        if value.kind is Kind.UNKNOWN and guards.mentions_device_count(self, node.value, loose=False):
-            value = Value(Kind.DEVICE_COUNT)  # `n_gpu = max(torch.cuda.device_count(), 1)`
-        elif value.kind is Kind.UNKNOWN and guards.mentions_availability(self, node.value, loose=False):
-            value = Value(Kind.AVAILABILITY)
+        # A strict probe needs a probe's name in the text: skip the scan in files without one.
+        if value.kind is Kind.UNKNOWN and self.names_a_probe:
+            if guards.mentions_device_count(self, node.value, loose=False):
+                value = Value(Kind.DEVICE_COUNT)  # `n_gpu = max(torch.cuda.device_count(), 1)`
+            elif guards.mentions_availability(self, node.value, loose=False):
+                value = Value(Kind.AVAILABILITY)
         elif value.device is not None and value.device.literal and self.is_guarded():
             # `if torch.cuda.is_available(): device = "cuda"`: chosen by a guard.
             value = replace(value, device=replace(value.device, guarded=True))

@@ -159,11 +159,11 @@ def is_early_exit(ctx: "Context", node: cst.CSTNode, kind: GuardKind = AVAILABIL
         # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`, or a
         # marker kept for reuse, `requires_gpu = pytest.mark.skipif(...)`, at module
         # level: a GPU test module, whose undecorated helpers run only under it.
-        if not kind.mentions(ctx, node.value):
-            return False
-        if any(isinstance(t.target, cst.Name) and t.target.value == "pytestmark" for t in node.targets):
-            return True
-        return ctx.at_module_level() and isinstance(node.value, cst.Call) and _is_skip(node.value)
+        # Shape first (cheap), the condition's meaning last.
+        marker = any(isinstance(t.target, cst.Name) and t.target.value == "pytestmark" for t in node.targets) or (
+            ctx.at_module_level() and isinstance(node.value, cst.Call) and _is_skip(node.value)
+        )
+        return marker and kind.mentions(ctx, node.value)
     return False
 
 

@@ -214,3 +214,6 @@ DATA_PARALLEL = frozenset(
      "torch.nn.parallel.data_parallel", "torch.nn.parallel.DistributedDataParallel",
      "torch.nn.parallel.distributed.DistributedDataParallel"}
 )
+
+# Every probe a strict availability/count test can rest on, for a cheap text pre-check.
+PROBE_NAMES = AVAILABILITY_PROBES | DEVICE_COUNT_PROBES
