@@ -128,7 +128,7 @@ def projects(corpus: Path) -> list[str]:
     return found
 
 
-def run_devlint(corpus: Path, project: str, jobs: Optional[int]) -> list[Finding]:
+def run_devlint(corpus: Path, project: str, jobs: Optional[int]) -> tuple[list[Finding], list[str]]:
     cmd = [sys.executable, "-m", "devlint", "check", "--select", "ALL", "--output-format", "json", "--exit-zero"]
     if jobs:
         cmd += ["-j", str(jobs)]
@@ -136,15 +136,16 @@ def run_devlint(corpus: Path, project: str, jobs: Optional[int]) -> list[Finding
     proc = subprocess.run([*cmd, project], cwd=corpus, capture_output=True, text=True, env=env)
     if proc.returncode not in (0, 2) or not proc.stdout.strip():
         sys.exit(f"precision: devlint failed on {project} (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    errors = [l for l in proc.stderr.splitlines() if l.strip()]
+    errors = [l.strip() for l in proc.stderr.splitlines() if l.strip()]
     if errors:  # files devlint could not lint: say so (briefly), go on
         print(f"precision: {project}: {len(errors)} file(s) not linted, e.g.:", file=sys.stderr)
         for line in errors[:3]:
             print(f"    {line}", file=sys.stderr)
-    return [
+    findings = [
         Finding(d["code"], project, d["filename"], d["location"]["row"], d["location"]["column"], d["message"])
         for d in json.loads(proc.stdout)
     ]
+    return findings, errors
 
 
 def rule_names() -> dict[str, str]:
@@ -231,13 +232,19 @@ def _pct(v: Optional[float]) -> str:
     return "—" if v is None else f"{100 * v:.0f}%"
 
 
-def render(names: dict[str, str], projs: list[str], findings: list[Finding], files: dict[str, int]) -> str:
+def render(
+    names: dict[str, str], projs: list[str], findings: list[Finding], files: dict[str, int], errors: list[str] = ()
+) -> str:
     by_rule: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:
         by_rule[f.code].append(f)
     codes = sorted(set(names) | set(by_rule))
     out = [HEADER.format(pins=_pins(), n=SAMPLE_SIZE), ""]
-    out.append("Files linted per project: " + ", ".join(f"{p} {files.get(p, 0)}" for p in projs) + ".\n")
+    out.append("Python files per project: " + ", ".join(f"{p} {files.get(p, 0)}" for p in projs) + ".\n")
+    if errors:
+        out.append(f"devlint could not lint {len(errors)} file(s); their findings are missing from the counts:\n")
+        out.extend(f"- {e}" for e in errors)
+        out.append("")
     out.append("## Summary\n")
     out.append("| rule | name | " + " | ".join(projs) + " | total | sample | TP | FP | precision | note |")
     out.append("|---|---|" + "---:|" * (len(projs) + 5) + "---|")
@@ -310,15 +317,18 @@ def parse_counts(text: str, projs_hint: Optional[list[str]] = None) -> tuple[lis
     return projs, counts
 
 
-def collect(corpus: Path, jobs: Optional[int]) -> tuple[list[str], list[Finding], dict[str, int]]:
+def collect(corpus: Path, jobs: Optional[int]) -> tuple[list[str], list[Finding], dict[str, int], list[str]]:
     projs = projects(corpus)
     findings: list[Finding] = []
+    errors: list[str] = []
     files: dict[str, int] = {}
     for p in projs:
         print(f"precision: linting {corpus / p} ...", file=sys.stderr)
-        findings += run_devlint(corpus, p, jobs)
+        found, failed = run_devlint(corpus, p, jobs)
+        findings += found
+        errors += failed
         files[p] = sum(1 for _ in discover([str(corpus / p)]))
-    return projs, findings, files
+    return projs, findings, files, errors
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -337,12 +347,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         ap.error("--check always runs devlint afresh; drop --load-findings")
     if args.load_findings:
         raw = json.loads(Path(args.load_findings).read_text(encoding="utf-8"))
-        projs, files = raw["projects"], raw["files"]
+        projs, files, errors = raw["projects"], raw["files"], raw.get("errors", [])
         findings = [Finding(**f) for f in raw["findings"]]
     else:
-        projs, findings, files = collect(corpus, args.jobs)
+        projs, findings, files, errors = collect(corpus, args.jobs)
     if args.save_findings:
-        raw = {"projects": projs, "files": files, "findings": [f.__dict__ for f in findings]}
+        raw = {"projects": projs, "files": files, "errors": errors, "findings": [f.__dict__ for f in findings]}
         Path(args.save_findings).write_text(json.dumps(raw), encoding="utf-8")
 
     if args.sample:
@@ -377,7 +387,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("precision: docs/precision.md matches a fresh run")
         return 0
 
-    Path(args.output).write_text(render(names, projs, findings, files), encoding="utf-8")
+    Path(args.output).write_text(render(names, projs, findings, files, errors), encoding="utf-8")
     print(f"precision: wrote {args.output} ({len(findings)} findings)", file=sys.stderr)
     return 0
 
