@@ -377,7 +377,11 @@ def supervised_map(
 
     def spawn() -> None:
         parent, child = ctx.Pipe()
-        process = ctx.Process(target=_worker_main, args=(child, fn, items, failed), daemon=True)
+        # Not daemonic: a worker must be able to start the child that isolates a
+        # suspicious file (daemonic processes may not have children). The
+        # `finally` below joins or kills every worker, and a worker whose parent
+        # is gone ends on its pipe's EOF.
+        process = ctx.Process(target=_worker_main, args=(child, fn, items, failed), daemon=False)
         process.start()
         child.close()
         workers[parent] = [process, 0, 0]

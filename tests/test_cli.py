@@ -121,3 +121,15 @@ def test_many_files_use_worker_processes_and_match_one_worker(tmp_path):
     many = devlint("-j", "2", ".", cwd=tmp_path).stdout
     one = devlint("-j", "1", ".", cwd=tmp_path).stdout
     assert many == one and "Found 14 problems in 14 files." in many
+
+
+def test_a_screened_file_is_linted_in_its_own_child_even_from_a_worker(tmp_path):
+    # A line over the screening limit sends the file to an isolated child; in a
+    # parallel run that child is started from a worker process.
+    long_line = "LABELS = [" + ", ".join(f"'label_{i}'" for i in range(400)) + "]\n"
+    (tmp_path / "big.py").write_text("import torch\n" + long_line + "x = torch.randn(2)\nx = x.to(torch.float16, 'cpu')\n")
+    for i in range(30):
+        (tmp_path / f"m{i}.py").write_text("import torch\n")
+    out = devlint("-j", "2", "--output-format", "concise", ".", cwd=tmp_path)
+    assert out.returncode == 1, out.stderr
+    assert "big.py:4:5: DEV201" in out.stdout and "could not be linted" not in out.stdout + out.stderr
