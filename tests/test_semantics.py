@@ -89,3 +89,16 @@ def test_helpers_of_a_gpu_test_module_are_guarded_by_its_skip_marker():
 def test_a_flag_bound_to_true_is_no_guard():
     src = "import torch\nuse_gpu = True\ndev = torch.device('cuda' if use_gpu else 'cpu')\nx = torch.ones(1).to(dev)\n"
     assert codes(src) == [(4, "DEV101")]
+
+
+def test_a_model_moved_as_it_is_bound_is_placed_before_its_optimizer():
+    placed = (
+        "import torch\nfrom net import Net\n"
+        "def train(device):\n"
+        "    model = Net().to(device)\n"
+        "    opt = torch.optim.Adagrad(model.parameters())\n"
+        "    model.cpu()\n    model.to(device)\n"
+    )
+    assert [c for c in codes(placed) if c[1] == "DEV306"] == []
+    unplaced = placed.replace("Net().to(device)", "Net()")
+    assert [c for c in codes(unplaced) if c[1] == "DEV306"] == [(5, "DEV306")]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from . import optimizers, residence
+from . import bindings, optimizers, residence
 from .names import dotted
 from .tree import children
 
@@ -105,6 +105,8 @@ class EventLog:
                 placed.add(owner)
             elif node is not None and ctx.value_of(node).device is not None:
                 placed.add(owner)
+            elif isinstance(node, cst.Name) and _placed_when_bound(ctx, node):
+                placed.add(owner)
         events.optimizers.append(OptimizerBuilt(call, self._seq, tuple(owners), frozenset(placed)))
 
     def _remember_parameter_name(self, ctx: "Context", call: cst.Call) -> None:
@@ -138,6 +140,18 @@ class EventLog:
     def _all(self, scope: cst.CSTNode) -> list:
         found = self._scopes.get(id(scope))
         return [*found.moves, *found.optimizers] if found else []
+
+
+def _placed_when_bound(ctx: "Context", name: cst.Name) -> bool:
+    """`model = Net().to(device)` / `.cuda()`: placed by the assignment that is
+    certain to be in effect, even when `Net` is a class from another file."""
+    source = bindings.certain_source(ctx, name)
+    return (
+        isinstance(source, cst.Call)
+        and isinstance(source.func, cst.Attribute)
+        and source.func.attr.value in ("to", "cuda", "xpu", "mps")
+        and bool(source.args or source.func.attr.value != "to")
+    )
 
 
 def scope_node(ctx: "Context") -> cst.CSTNode:
