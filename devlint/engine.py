@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import tokenize
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -129,19 +130,49 @@ def lint_source(text: str, filename: str, rules: Sequence[type[Rule]], prefilter
     reports: list[Report] = []
     instances = [r(ctx, reports) for r in active]
     WORK["walks"] += 1
-    Walker(ctx, instances).walk(module)
-    reports = [r for r in reports if r.condition is None or r.condition()]
+    try:
+        Walker(ctx, instances).walk(module)
+        reports = [r for r in reports if r.condition is None or r.condition()]
+    except SyntaxError:
+        # libcst takes string literals CPython refuses (a NUL byte, `"\N{nope}"`,
+        # `b"\xzz"`); a rule evaluating one trips on it. If CPython refuses the
+        # file too, it is the syntax error CPython says it is.
+        refused = _cpython_refuses(text)
+        if refused is None:
+            raise
+        line, col, message = refused
+        result.diagnostics = [_diagnostic(SYNTAX_ERROR, message, filename, line, col, line, col)]
+        return result
     if reports:
         result.diagnostics = _positioned(module, reports, filename)
         result.diagnostics = suppression.filter_noqa(text, result.diagnostics)
     return result
 
 
+def _cpython_refuses(text: str) -> Optional[tuple[int, int, str]]:
+    """(line, column, message) of CPython's syntax error in `text`, or None if it compiles."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings must not reach stderr
+            compile(text, "<devlint>", "exec", dont_inherit=True)
+    except SyntaxError as py:
+        nul = text.find("\0")
+        if nul >= 0 and not py.lineno:
+            line = text.count("\n", 0, nul) + 1
+            return line, nul - (text.rfind("\n", 0, nul) + 1) + 1, "SyntaxError: source code cannot contain null bytes"
+        return py.lineno or 1, max(py.offset or 1, 1), f"SyntaxError: {py.msg}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return 1, 1, f"SyntaxError: {exc}"
+    return None
+
+
 def _syntax_error_position(text: str, exc: cst.ParserSyntaxError) -> tuple[int, int, str]:
     """libcst's native parser places errors loosely; CPython's own parser is
     exact, so ask it on this (rare) path. Falls back to libcst's position."""
     try:
-        compile(text, "<devlint>", "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings must not reach stderr
+            compile(text, "<devlint>", "exec", dont_inherit=True)
     except SyntaxError as py:
         if py.lineno:
             return py.lineno, max(py.offset or 1, 1), f"SyntaxError: {py.msg}"

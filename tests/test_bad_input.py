@@ -136,6 +136,16 @@ def test_nul_byte_is_dev000_where_it_is(tmp_path):
     assert "nul.py:2:25: DEV000 SyntaxError: source code cannot contain null bytes" in out.stdout
 
 
+def test_string_literals_cpython_refuses_are_dev000(tmp_path):
+    # libcst parses these; a rule that evaluates the literal used to crash on it.
+    write(tmp_path, "nulstr.py", 'import torch\nd = torch.device("cu\0da")\n' + FINDING + "\n")
+    write(tmp_path, "escape.py", 'import torch\nd = torch.device("\\N{nope}")\nif d == "cuda:0": pass\n')
+    out = lint(tmp_path, "nulstr.py", "escape.py")
+    assert out.returncode == 1 and out.stderr == ""
+    assert "nulstr.py:2:21: DEV000 SyntaxError: source code cannot contain null bytes" in out.stdout
+    assert "escape.py:2:28: DEV000 SyntaxError: (unicode error) 'unicodeescape' codec can't decode" in out.stdout
+
+
 def test_binary_junk_named_py_is_one_clear_error(tmp_path):
     write(tmp_path, "junk.py", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR torch .cuda( \xff\xfe\x00")
     out = lint(tmp_path, "junk.py")

@@ -193,7 +193,7 @@ def test_read_only_file_is_not_replaced(tmp_path):
 def test_two_fixers_and_two_cached_linters_at_once(tmp_path):
     root, cache = tmp_path / "tree", tmp_path / "cache"
     files = {}
-    for copy in range(2):  # 2 x 19 files: enough for the worker pool
+    for copy in range(2):  # 2 x 19 files: enough for the worker pool (24)
         files.update(_fixture_tree(root / f"copy{copy}"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEVLINT_")}
     fixer = [sys.executable, "-m", "devlint", "--fix", "--unsafe-fixes", "--no-cache", "-j", "2", str(root)]

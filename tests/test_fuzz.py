@@ -163,7 +163,7 @@ HEADERS = [
 def _block(draw, depth: int) -> list[str]:
     out: list[str] = []
     pad = "    " * depth
-    for _ in range(draw(st.integers(1, 4 if depth else 10))):
+    for _ in range(draw(st.integers(1, (4 if depth else 10) if LONG else (2 if depth else 6)))):
         kind = draw(st.integers(0, 5)) if depth < 3 else 0
         if kind <= 2:
             out.append(pad + draw(st.sampled_from(STATEMENTS)))
@@ -195,7 +195,7 @@ def torch_programs(draw) -> str:
     return draw(st.sampled_from(["\n", "\r\n"])).join(lines) + draw(st.sampled_from(["\n", ""]))
 
 
-@fuzz_settings(6)
+@fuzz_settings(10)
 @given(torch_programs())
 def test_torch_flavoured_programs(source):
     try:
@@ -209,7 +209,7 @@ def test_torch_flavoured_programs(source):
 TOKEN = re.compile(r"\w+|[^\w\s]")
 INSERTS = ["(", ")", "[", "]", "{", "}", ":", ",", "'", '"', '"""', "\\", "\t", "lambda", "*", "**", "=", ".",
            "@", "not ", "await ", "yield ", "# noqa", "# noqa: DEV101", "\n", "\r", ".cuda()", ".to('cuda')",
-           "torch.device('cuda:1')", "\x0c", "\u00e9"]
+           "torch.device('cuda:1')", "\x0c", "\u00e9", "\0", "\\N{nope}", "\\xzz", "\\u12"]
 
 
 def mutate(text: str, rng: random.Random) -> tuple[str, list[str]]:
@@ -259,7 +259,7 @@ def mutate(text: str, rng: random.Random) -> tuple[str, list[str]]:
 
 def test_mutated_fixtures():
     rng = random.Random(SEED)
-    for n in range(examples(30)):
+    for n in range(examples(40)):
         path = rng.choice(FIXTURE_FILES)
         text, done = mutate(FIXTURE_TEXTS[path], rng)
         try:
@@ -291,7 +291,7 @@ def test_random_byte_flips_through_lint_path(tmp_path):
     path = tmp_path / "fuzz.py"
     lint = Settings(codes=CODES, cache=None)
     fix = Settings(codes=CODES, fix=True, unsafe_fixes=True, cache=None)
-    for n in range(examples(10)):
+    for n in range(examples(30)):
         source = rng.choice(FIXTURE_FILES)
         data = _flip_bytes(source.read_bytes(), rng)
         where = f"(seed {SEED + 1}, example {n}: {source.parent.name}/{source.name}, bytes {data[:60]!r}...)"
