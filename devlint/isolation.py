@@ -34,11 +34,13 @@ Environment (documented in docs/reliability.md):
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import re
 import signal
 import threading
+import warnings
 from collections import deque
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -233,13 +235,21 @@ def describe_exit(exitcode: Optional[int]) -> str:
     return f"exit status {exitcode}"
 
 
-def _child_main(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
-    global IN_CHILD
-    IN_CHILD = True
+def _quiet_child() -> None:
+    """A child's crash is reported by its parent in one line: no fault dump
+    (faulthandler, inherited from pytest or PYTHONFAULTHANDLER) on stderr, and
+    Ctrl-C is the parent's to handle."""
+    faulthandler.disable()
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ValueError, OSError):
         pass
+
+
+def _child_main(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
+    global IN_CHILD
+    IN_CHILD = True
+    _quiet_child()
     try:
         result = call_with_big_stack(fn, *args)
         conn.send(("ok", result))
@@ -282,7 +292,9 @@ def cpython_rejects(text: str) -> Optional[tuple[int, int, str]]:
     too-complex text; None when it takes it, or rejects it for another reason
     (that is libcst's to report: it knows newer syntax than this Python)."""
     try:
-        compile(text, "<devlint>", "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings must not reach stderr
+            compile(text, "<devlint>", "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
     except SyntaxError as exc:
         if "nested" in (exc.msg or "") or "too complex" in (exc.msg or ""):
             return exc.lineno or 1, max(exc.offset or 1, 1), f"SyntaxError: {exc.msg}"
@@ -336,10 +348,7 @@ def guard(path: Path, settings: Any, text: str, rules: Sequence[Any], name: str,
 
 
 def _worker_main(conn: Any, fn: Callable[[T], R], items: Sequence[T], failed: Callable[[T, str], R]) -> None:
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-    except (ValueError, OSError):
-        pass
+    _quiet_child()
 
     def loop() -> None:
         while True:
