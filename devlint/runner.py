@@ -165,7 +165,7 @@ def _check(path: Path, data: bytes, document: Document, name: str, rules: list[t
     if settings.fix or settings.diff:
         result = fix_text(text, name, rules, settings)
         final_text = result.fixed_text if result.fixed_text is not None else text
-        syntax_errors = document.syntax_errors(name) if result.parsed else []
+        syntax_errors = _syntax_errors(document, name, result.parsed, rules, settings)
         result.diagnostics = syntax_errors + document.relocate(result.diagnostics, final_text)
         if result.fixed_text is not None:
             if settings.diff:
@@ -183,11 +183,25 @@ def _check(path: Path, data: bytes, document: Document, name: str, rules: list[t
         if cached is not None:
             return FileResult(name, cached, parsed=True)
     result = lint_text(text, name, rules, settings)
-    syntax_errors = document.syntax_errors(name) if result.parsed else []
+    syntax_errors = _syntax_errors(document, name, result.parsed, rules, settings)
     result.diagnostics = syntax_errors + document.relocate(result.diagnostics, text)
     if key is not None:
         cache.put(key, result.diagnostics)
     return result
+
+
+def _syntax_errors(document: Document, name: str, parsed: bool, rules: list[type[Rule]], settings: Settings) -> list[Diagnostic]:
+    """A notebook's cells that do not parse, when the notebook could hold a
+    finding -- also when every cell that could is one of them (the rest of the
+    notebook then needs no parse, but a .py file with that text would be parsed
+    and its syntax error reported)."""
+    if parsed:
+        return document.syntax_errors(name)
+    if isinstance(document, Notebook) and any(c.error for c in document.cells):
+        code = "\n".join(c.source for c in document.cells)
+        if not settings.prefilter or rules_for_text(code, rules):
+            return document.syntax_errors(name)
+    return []
 
 
 def _lint_one(args: tuple[Path, Settings]) -> FileResult:

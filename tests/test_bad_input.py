@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -350,6 +351,18 @@ def test_notebook_that_is_not_json_is_one_clear_error(tmp_path):
     assert out.returncode == 2
     line = error_line(out)
     assert line.startswith("devlint: error: nb.ipynb: not a notebook: invalid JSON: ")
+
+
+def test_notebook_whose_only_torch_cell_does_not_parse_gets_dev000(tmp_path):
+    # The rest of the notebook needs no parse; the broken cell must still be reported.
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": ["import torch\n", "x = torch.ones(1).cuda(\n"]}
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# title"]}, cell],
+                "metadata": {"kernelspec": {"language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    write(tmp_path, "nb.ipynb", json.dumps(notebook))
+    out = lint(tmp_path, "nb.ipynb")
+    assert out.returncode == 1 and out.stderr == ""
+    assert "nb.ipynb:cell 2:2:23: DEV000 SyntaxError: '(' was never closed" in out.stdout
 
 
 @pytest.mark.parametrize(

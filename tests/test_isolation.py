@@ -80,3 +80,12 @@ def test_the_big_stack_runs_what_the_main_thread_cannot():
     deep = "x = " + "(" * 3000 + "1" + ")" * 3000 + "\n"  # overflows an 8 MB stack
     status, value = isolation.run_isolated(lambda: type(libcst.parse_module(deep)).__name__, ())
     assert (status, value) == ("ok", "Module")
+
+
+def _isolate_in_child(item: int):
+    return isolation.run_isolated(_segfault_on, (item,))
+
+
+def test_a_worker_can_isolate_an_item_in_a_child_of_its_own():
+    results = isolation.supervised_map(_isolate_in_child, [2, 3], jobs=2, chunksize=1, failed=_failed)
+    assert results == [("ok", 20), ("crash", "killed by SIGSEGV")]
