@@ -8,6 +8,7 @@ or a notebook's code cells) -> the cache, or lint / fix -> write back.
 from __future__ import annotations
 
 import difflib
+import gc
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,12 +211,19 @@ def _lint_one(args: tuple[Path, Settings]) -> FileResult:
 
 def run(files: Sequence[Path], settings: Settings, jobs: Optional[int] = None) -> list[FileResult]:
     jobs = jobs or os.cpu_count() or 1
-    # devlint/isolation.py: a big native stack; a worker that dies is replaced
-    # and the file it died on reported.
-    if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        return isolation.call_with_big_stack(lambda: [lint_path(f, settings) for f in files])
-    chunk = max(1, min(32, len(files) // (jobs * 8)))
-    return isolation.supervised_map(_lint_one, [(f, settings) for f in files], jobs, chunk, _failed)
+    # What is alive now (imports, rule tables) lives as long as the run: keep
+    # the cyclic collector from re-scanning it, and forked workers from
+    # copying the pages it would touch.
+    gc.freeze()
+    try:
+        # devlint/isolation.py: a big native stack; a worker that dies is replaced
+        # and the file it died on reported.
+        if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
+            return isolation.call_with_big_stack(lambda: [lint_path(f, settings) for f in files])
+        chunk = max(1, min(32, len(files) // (jobs * 8)))
+        return isolation.supervised_map(_lint_one, [(f, settings) for f in files], jobs, chunk, _failed)
+    finally:
+        gc.unfreeze()
 
 
 def _failed(args: tuple[Path, Settings], why: str) -> FileResult:
