@@ -29,8 +29,11 @@ from .tree import children
 if TYPE_CHECKING:
     from .context import Context
 
-_BLOCKS = (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Module)
-_LOOPS = (cst.For, cst.While)
+_BLOCKS = frozenset((cst.IndentedBlock, cst.SimpleStatementSuite, cst.Module))
+_LOOPS = frozenset((cst.For, cst.While))
+_BINDING_NODES = frozenset(
+    (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.WithItem, cst.Import, cst.ImportFrom, cst.Del)
+)
 
 
 @dataclass
@@ -137,7 +140,7 @@ def _dominates(ctx: "Context", site: _Site) -> bool:
 
 def _loops_back(ctx: "Context", sites: list[_Site], last: _Site, use: int) -> bool:
     """Can an assignment after the use reach it round a loop that `last` is not in?"""
-    around_use = {id(n) for n in ctx.stack if isinstance(n, _LOOPS)}
+    around_use = {id(n) for n in ctx.stack if type(n) in _LOOPS}
     for site in sites:
         if site.time > use:
             for loop in site.loops:
@@ -230,66 +233,75 @@ class _Scanner:
             self._bind(target.value, "other", block=block)
 
     def _visit(self, node: cst.CSTNode) -> None:
+        # Dispatch on the exact type: libcst's node classes are ABCs, and a
+        # failing isinstance against one is a slow call on every node.
         self.out.ticks[id(node)] = self._tick()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            for dec in node.decorators:
+        kind = type(node)
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            for dec in node.decorators:  # type: ignore[attr-defined]
                 self._visit(dec)
             self._tick()
-            self._add(node.name.value, self._site("other"))
+            self._add(node.name.value, self._site("other"))  # type: ignore[attr-defined]
             return
-        if isinstance(node, cst.Lambda):
+        if kind is cst.Lambda:
             return
-        if isinstance(node, (cst.Global, cst.Nonlocal)):
-            self.out.opaque.update(n.name.value for n in node.names if isinstance(n.name, cst.Name))
+        if kind is cst.Global or kind is cst.Nonlocal:
+            self.out.opaque.update(n.name.value for n in node.names if type(n.name) is cst.Name)  # type: ignore[attr-defined]
             return
-        if isinstance(node, _BLOCKS):
+        is_block = kind in _BLOCKS
+        if is_block:
             self.blocks.append(node)
-        is_loop = isinstance(node, _LOOPS)
+        is_loop = kind in _LOOPS
         if is_loop:
             self.loops.append(id(node))
-        if isinstance(node, cst.For):
-            self._visit(node.iter)
+        if kind is cst.For:
+            self._visit(node.iter)  # type: ignore[attr-defined]
             self._tick()
-            self._bind(node.target, "other", block=node.body)
-            self._visit(node.body)
-            if node.orelse is not None:
-                self._visit(node.orelse)
-        elif isinstance(node, cst.CompFor):
+            self._bind(node.target, "other", block=node.body)  # type: ignore[attr-defined]
+            self._visit(node.body)  # type: ignore[attr-defined]
+            if node.orelse is not None:  # type: ignore[attr-defined]
+                self._visit(node.orelse)  # type: ignore[attr-defined]
+        elif kind is cst.CompFor:
             # Comprehension targets live in the comprehension's own scope.
-            self._visit(node.iter)
-            for cond in node.ifs:
+            self._visit(node.iter)  # type: ignore[attr-defined]
+            for cond in node.ifs:  # type: ignore[attr-defined]
                 self._visit(cond)
-            if node.inner_for_in is not None:
-                self._visit(node.inner_for_in)
-        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
-            if node.type is not None:
-                self._visit(node.type)
+            if node.inner_for_in is not None:  # type: ignore[attr-defined]
+                self._visit(node.inner_for_in)  # type: ignore[attr-defined]
+        elif kind is cst.ExceptHandler and node.name is not None:  # type: ignore[attr-defined]
+            if node.type is not None:  # type: ignore[attr-defined]
+                self._visit(node.type)  # type: ignore[attr-defined]
             self._tick()
-            self._bind(node.name.name, "other", block=node.body)
-            self._visit(node.body)
+            self._bind(node.name.name, "other", block=node.body)  # type: ignore[attr-defined]
+            self._visit(node.body)  # type: ignore[attr-defined]
         else:
             for child in children(node):
                 self._visit(child)
         if is_loop:
             self.loops.pop()
-        if isinstance(node, _BLOCKS):
+        if is_block:
             self.blocks.pop()
         self._tick()
         # Bindings take effect once the whole statement has run.
-        if isinstance(node, cst.Assign):
-            for t in node.targets:
-                self._bind(t.target, "assign", node.value)
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
-            self._bind(node.target, "annassign", node.value, node.annotation)
-        elif isinstance(node, (cst.AugAssign, cst.NamedExpr)):
-            self._bind(node.target, "other")
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            self._bind(node.asname.name, "other")
-        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                local = alias.asname.name if alias.asname is not None else alias.name
-                while isinstance(local, cst.Attribute):
-                    local = local.value
-                self._bind(local, "other")
-        elif isinstance(node, cst.Del):
-            self._bind(node.target, "other")
+        if kind not in _BINDING_NODES:
+            return
+        if kind is cst.Assign:
+            for t in node.targets:  # type: ignore[attr-defined]
+                self._bind(t.target, "assign", node.value)  # type: ignore[attr-defined]
+        elif kind is cst.AnnAssign:
+            if node.value is not None:  # type: ignore[attr-defined]
+                self._bind(node.target, "annassign", node.value, node.annotation)  # type: ignore[attr-defined]
+        elif kind is cst.AugAssign or kind is cst.NamedExpr:
+            self._bind(node.target, "other")  # type: ignore[attr-defined]
+        elif kind is cst.WithItem:
+            if node.asname is not None:  # type: ignore[attr-defined]
+                self._bind(node.asname.name, "other")  # type: ignore[attr-defined]
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            if not isinstance(node.names, cst.ImportStar):  # type: ignore[attr-defined]
+                for alias in node.names:  # type: ignore[attr-defined]
+                    local = alias.asname.name if alias.asname is not None else alias.name
+                    while isinstance(local, cst.Attribute):
+                        local = local.value
+                    self._bind(local, "other")
+        elif kind is cst.Del:
+            self._bind(node.target, "other")  # type: ignore[attr-defined]

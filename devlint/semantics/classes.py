@@ -163,46 +163,55 @@ def _scan_attributes(info: ClassInfo) -> ClassAttributes:
 
     table = methods(info)
     for method_name, method in table.items():
+        # One walk per method, dispatching on the exact node type (libcst's
+        # classes are ABCs: a failing isinstance is a slow call). Statements
+        # come before the expressions inside them, so a store is known before
+        # its target is met as an attribute.
         stores: set[int] = set()
-        for node in _walk(method):
-            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                for target in targets:
-                    for attr_node in _self_attribute_targets(target):
-                        stores.add(id(attr_node))
-                        value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
-                        if not isinstance(node, cst.AugAssign) and isinstance(target, cst.Attribute):
-                            facts(attr_node.attr.value).assigned_in.append((method_name, value))
-                        else:  # unpacking or augmented: some value we do not follow
-                            facts(attr_node.attr.value).assigned_in.append((method_name, None))
-            elif isinstance(node, cst.Call):
-                name = _called_name(node)
+        for node, parent in _walk_with_parent(method):
+            kind = type(node)
+            if kind is cst.Attribute:
+                if (
+                    type(node.value) is cst.Name and node.value.value == "self"  # type: ignore[attr-defined]
+                    and id(node) not in stores
+                ):
+                    if type(parent) is cst.Attribute and parent.value is node and parent.attr.value in _METADATA_ATTRS:  # type: ignore[union-attr]
+                        continue
+                    if type(parent) is cst.Arg:
+                        continue  # counted as `passed`
+                    facts(node.attr.value).read_in.add(method_name)  # type: ignore[attr-defined]
+            elif kind is cst.Call:
+                name = _called_name(node)  # type: ignore[arg-type]
+                args = node.args  # type: ignore[attr-defined]
                 if name in REGISTERING_METHODS or name == "setattr":
-                    key = node.args[1 if name == "setattr" else 0].value if len(node.args) > (name == "setattr") else None
+                    key = args[1 if name == "setattr" else 0].value if len(args) > (name == "setattr") else None
                     text = _string(key) if key is not None else None
                     if text is not None:
                         facts(text).registered = True
                     else:
                         dynamic = True
                 if name is not None and name.rsplit(".", 1)[-1] in _REGISTERING_CONSTRUCTORS:
-                    for arg in node.args:
+                    for arg in args:
                         for attr_node in _self_attributes_in(arg.value):
                             facts(attr_node.attr.value).registered = True
-                for arg in node.args:
+                for arg in args:
                     if _is_self_attribute(arg.value):
                         facts(arg.value.attr.value).passed = True  # type: ignore[union-attr]
-                func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in _MOVING_ATTRS:
+                func = node.func  # type: ignore[attr-defined]
+                if type(func) is cst.Attribute and func.attr.value in _MOVING_ATTRS:
                     root = _chain_root(func.value)  # `self.x[:n].unsqueeze(0).to(device)`
                     if root is not None:
                         facts(root).moved = True
-        for node, parent in _walk_with_parent(method):
-            if _is_self_attribute(node) and id(node) not in stores:
-                if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _METADATA_ATTRS:
-                    continue
-                if isinstance(parent, cst.Arg):
-                    continue  # counted as `passed`
-                facts(node.attr.value).read_in.add(method_name)  # type: ignore[union-attr]
+            elif kind is cst.Assign or kind is cst.AnnAssign or kind is cst.AugAssign:
+                targets = [t.target for t in node.targets] if kind is cst.Assign else [node.target]  # type: ignore[attr-defined]
+                for target in targets:
+                    for attr_node in _self_attribute_targets(target):
+                        stores.add(id(attr_node))
+                        value = node.value if kind is not cst.AugAssign else None  # type: ignore[attr-defined]
+                        if kind is not cst.AugAssign and type(target) is cst.Attribute:
+                            facts(attr_node.attr.value).assigned_in.append((method_name, value))
+                        else:  # unpacking or augmented: some value we do not follow
+                            facts(attr_node.attr.value).assigned_in.append((method_name, None))
     custom = bool(_CUSTOM_MOVE_METHODS & set(table))
     return ClassAttributes(attrs, custom, dynamic)
 

@@ -25,6 +25,7 @@ _TRUE = Value(Kind.TRUE_CONSTANT)
 class Context:
     def __init__(self, source: str) -> None:
         self.source = source
+        self.memo: dict[str, object] = {}  # per-file answers that only depend on the text
         # Whether any availability/count probe is named at all (a cheap text test that
         # lets per-assignment probe scans be skipped in the many files without one).
         self.names_a_probe = any(p.rsplit(".", 1)[-1] in source for p in torchapi.PROBE_NAMES)
@@ -36,7 +37,7 @@ class Context:
         self.count_exit_blocks: set[int] = set()  # ... after one that checks the GPU count
         self.true_default_options: set[str] = set()  # argparse dests defaulting to True
         self.events = events.EventLog()  # moves and optimizers, in statement order per scope
-        self._enter: dict[type, Callable[[cst.CSTNode], None]] = {
+        self.enter_hooks: dict[type, Callable[[cst.CSTNode], None]] = {
             cst.Module: self._enter_module,
             cst.Import: self.imports.add_import,
             cst.ImportFrom: self.imports.add_import_from,
@@ -44,7 +45,7 @@ class Context:
             cst.FunctionDef: self._enter_function,
             cst.Call: self._enter_call,
         }
-        self._leave: dict[type, Callable[[cst.CSTNode], None]] = {
+        self.leave_hooks: dict[type, Callable[[cst.CSTNode], None]] = {
             cst.ClassDef: self._leave_scope,
             cst.FunctionDef: self._leave_scope,
             cst.Assign: self._leave_assign,
@@ -58,12 +59,12 @@ class Context:
     # -- walk bookkeeping -------------------------------------------------
     def enter(self, node: cst.CSTNode) -> None:
         self.stack.append(node)
-        hook = self._enter.get(type(node))
+        hook = self.enter_hooks.get(type(node))
         if hook is not None:
             hook(node)
 
     def leave(self, node: cst.CSTNode) -> None:
-        hook = self._leave.get(type(node))
+        hook = self.leave_hooks.get(type(node))
         if hook is not None:
             hook(node)
         self.stack.pop()

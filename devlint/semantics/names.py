@@ -15,13 +15,16 @@ import libcst as cst
 
 def dotted(node: cst.BaseExpression) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
+    # `type(...) is`: libcst's node classes are ABCs, whose failing isinstance is slow.
+    if type(node) is cst.Name:
+        return node.value  # type: ignore[attr-defined]
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
+    while type(node) is cst.Attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is not cst.Name:
         return None
-    parts.append(node.value)
+    parts.append(node.value)  # type: ignore[attr-defined]
     return ".".join(reversed(parts))
 
 

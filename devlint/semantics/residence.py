@@ -230,7 +230,10 @@ def default_device_overridden(ctx: "Context") -> bool:
     """The file may change the default device (`torch.set_default_device`,
     `with torch.device('cuda'):`), so factories without `device=` may not
     make host tensors. A textual check: when in doubt, overridden."""
-    return bool(_DEFAULT_DEVICE_TEXT.search(ctx.source))
+    found = ctx.memo.get("default_device_overridden")
+    if found is None:  # asked for every factory call: search the text once
+        found = ctx.memo["default_device_overridden"] = bool(_DEFAULT_DEVICE_TEXT.search(ctx.source))
+    return found  # type: ignore[return-value]
 
 
 def makes_on_default_device(call: cst.Call, qual: str) -> bool:

@@ -29,7 +29,9 @@ _FIELD_ORDER: dict[type, tuple[str, ...]] = {
     cst.MatchCase: ("pattern", "guard", "body"),
 }
 _fields: dict[type, tuple[str, ...]] = {}
-_is_node: dict[type, bool] = {}
+# type -> whether it is a CSTNode, filled as types are met (read directly by the engine's walk).
+NODE_TYPES: dict[type, bool] = {}
+_is_node = NODE_TYPES
 
 
 def child_fields(node_type: type) -> tuple[str, ...]:
@@ -56,12 +58,20 @@ def is_node(value: object) -> bool:
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children in source order, whitespace and punctuation left out."""
     out: list[cst.CSTNode] = []
-    for name in child_fields(type(node)):
+    node_types = NODE_TYPES
+    names = _fields.get(type(node)) or child_fields(type(node))
+    for name in names:
         value = getattr(node, name)
-        if type(value) in (tuple, list):
-            out.extend(item for item in value if is_node(item))
-        elif is_node(value):
-            out.append(value)
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            for item in value:
+                known = node_types.get(type(item))
+                if known or (known is None and is_node(item)):
+                    out.append(item)
+        else:
+            known = node_types.get(value_type)
+            if known or (known is None and is_node(value)):
+                out.append(value)
     return out
 
 
