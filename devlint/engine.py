@@ -13,6 +13,7 @@ import tokenize
 import warnings
 from collections import Counter
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
@@ -23,7 +24,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from .diagnostics import Diagnostic, Edit, Fix, Location
 from .rule import Report, Rule
 from .semantics import Context
-from .semantics.tree import NODE_TYPES, child_fields, is_node
+from .semantics.tree import FIELDS, NODE_TYPES, child_fields, is_node
 from . import suppression
 
 SYNTAX_ERROR = ("DEV000", "syntax-error")
@@ -89,6 +90,7 @@ class Walker:
         enter_semantics, leave_semantics = ctx.enter_hooks, ctx.leave_hooks
         visit_hooks, leave_hooks = self.visit_hooks, self.leave_hooks
         node_types = NODE_TYPES
+        fields = FIELDS
 
         def walk(node: cst.CSTNode) -> None:
             node_type = type(node)
@@ -100,7 +102,10 @@ class Walker:
             if hooks:
                 for hook in hooks:
                     hook(node)
-            for name in child_fields(node_type):
+            names = fields.get(node_type)
+            if names is None:
+                names = child_fields(node_type)
+            for name in names:
                 value = getattr(node, name)
                 value_type = type(value)
                 if value_type is tuple or value_type is list:
@@ -171,7 +176,36 @@ def rules_for_text(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
     """The rules that could fire on this text at all (sound pre-parse filter)."""
     if TORCH_MARKER not in text:
         return []
-    return [r for r in rules if not r.triggers or any(t in text for t in r.triggers)]
+    seen: dict[str, bool] = {}  # rules share triggers (`cuda`, `device`, factories): search each once
+    active = []
+    for rule in rules:
+        if not rule.triggers:
+            active.append(rule)
+            continue
+        for trigger in rule.triggers:
+            hit = seen.get(trigger)
+            if hit is None:
+                hit = seen[trigger] = trigger in text
+            if hit:
+                active.append(rule)
+                break
+    return active
+
+
+def could_match(text: str, rules: Sequence[type[Rule]]) -> bool:
+    """`bool(rules_for_text(text, rules))`, answered at the first trigger found.
+    A warm run asks only this of every file; shorter triggers are tried first,
+    since they occur most often."""
+    if TORCH_MARKER not in text:
+        return False
+    if any(not rule.triggers for rule in rules):
+        return True
+    return any(trigger in text for trigger in _triggers_by_length(tuple(rules)))
+
+
+@lru_cache(maxsize=8)
+def _triggers_by_length(rules: tuple[type[Rule], ...]) -> tuple[str, ...]:
+    return tuple(sorted({t for rule in rules for t in rule.triggers}, key=lambda t: (len(t), t)))
 
 
 def lint_source(text: str, filename: str, rules: Sequence[type[Rule]], prefilter: bool = True) -> FileResult:

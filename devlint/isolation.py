@@ -315,7 +315,7 @@ def guard(path: Path, settings: Any, text: str, rules: Sequence[Any], name: str,
     an error for a file too large to parse, the result of linting a suspicious
     file in a child process (or why that child failed), or -- in that child --
     the syntax error CPython's parser finds in a file nested too deeply."""
-    from .engine import SYNTAX_ERROR, FileResult, rules_for_text
+    from .engine import SYNTAX_ERROR, FileResult, could_match
     from .diagnostics import Diagnostic, Location
 
     if IN_CHILD:
@@ -325,7 +325,7 @@ def guard(path: Path, settings: Any, text: str, rules: Sequence[Any], name: str,
         line, col, message = rejected
         where = Location(line, col)
         return FileResult(name, [Diagnostic(SYNTAX_ERROR[0], SYNTAX_ERROR[1], message, name, where, where)], parsed=True)
-    if not (rules_for_text(text, rules) if settings.prefilter else rules):
+    if not (could_match(text, rules) if settings.prefilter else rules):
         return None  # never parsed: nothing to guard against
     large = too_large(text)
     if large:

@@ -18,7 +18,7 @@ from . import isolation, registry, suppression
 from .cache import Cache
 from .config import BUILTIN_CODES, Selection
 from .diagnostics import Diagnostic
-from .engine import FileResult, SourceFile, lint_source, rules_for_text
+from .engine import FileResult, SourceFile, could_match, lint_source
 from .fixes import apply_edits, fix_source, parses, write_atomic
 from .notebooks import Notebook, NotebookError, is_notebook
 from .rule import Rule
@@ -177,7 +177,7 @@ def _check(path: Path, data: bytes, document: Document, name: str, rules: list[t
 
     key = None
     cache = settings.cache
-    if cache is not None and (not settings.prefilter or rules_for_text(text, rules)):
+    if cache is not None and (not settings.prefilter or could_match(text, rules)):
         key = cache.key(data, ("nb" if isinstance(document, Notebook) else "py", ",".join(r.code for r in rules),
                                f"unused={settings.report_unused_noqa}", f"prefilter={settings.prefilter}"))
         cached = cache.get(key, name)
@@ -200,7 +200,7 @@ def _syntax_errors(document: Document, name: str, parsed: bool, rules: list[type
         return document.syntax_errors(name)
     if isinstance(document, Notebook) and any(c.error for c in document.cells):
         code = "\n".join(c.source for c in document.cells)
-        if not settings.prefilter or rules_for_text(code, rules):
+        if not settings.prefilter or could_match(code, rules):
             return document.syntax_errors(name)
     return []
 

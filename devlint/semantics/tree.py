@@ -28,7 +28,9 @@ _FIELD_ORDER: dict[type, tuple[str, ...]] = {
     cst.ExceptHandler: ("type", "name", "body"),
     cst.MatchCase: ("pattern", "guard", "body"),
 }
-_fields: dict[type, tuple[str, ...]] = {}
+# type -> the fields `child_fields` gives, filled as types are met.
+FIELDS: dict[type, tuple[str, ...]] = {}
+_fields = FIELDS
 # type -> whether it is a CSTNode, filled as types are met (read directly by the engine's walk).
 NODE_TYPES: dict[type, bool] = {}
 _is_node = NODE_TYPES
@@ -59,7 +61,9 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The node's children in source order, whitespace and punctuation left out."""
     out: list[cst.CSTNode] = []
     node_types = NODE_TYPES
-    names = _fields.get(type(node)) or child_fields(type(node))
+    names = _fields.get(type(node))
+    if names is None:
+        names = child_fields(type(node))
     for name in names:
         value = getattr(node, name)
         value_type = type(value)
