@@ -16,3 +16,7 @@ def pytest_configure(config):
 
     if config.getoption("--fuzz-long"):
         os.environ["DEVLINT_FUZZ_LONG"] = "1"
+
+
+# tests/data holds inputs (a slice of real projects' code among them), never tests.
+collect_ignore_glob = ["data/*"]
