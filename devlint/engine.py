@@ -97,7 +97,7 @@ class Walker:
             stack.append(node)
             hook = enter_semantics.get(node_type)
             if hook is not None:
-                hook(node)
+                hook(ctx, node)
             hooks = visit_hooks.get(node_type)
             if hooks:
                 for hook in hooks:
@@ -123,10 +123,13 @@ class Walker:
                     hook(node)
             hook = leave_semantics.get(node_type)
             if hook is not None:
-                hook(node)
+                hook(ctx, node)
             stack.pop()
 
-        walk(root)
+        try:
+            walk(root)
+        finally:
+            walk = None  # type: ignore[assignment]  # the closure refers to itself: let refcounting free the tree
 
 
 def _validate_nothing(self: CSTNode) -> None:
@@ -237,7 +240,12 @@ def _parse_and_walk(text: str, result: FileResult, active: Sequence[type[Rule]])
     WORK["walks"] += 1
     try:
         Walker(ctx, instances).walk(module)
-        reports = [r for r in reports if r.condition is None or r.condition()]
+        sink = reports
+        reports = [r for r in sink if r.condition is None or r.condition()]
+        for report in sink:
+            # Conditions close over their rule, which holds `sink`: a cycle that
+            # would leave the tree to the cyclic collector instead of refcounting.
+            report.condition = None
     except SyntaxError:
         # libcst takes string literals CPython refuses (a NUL byte, `"\N{nope}"`,
         # `b"\xzz"`); a rule evaluating one trips on it. If CPython refuses the

@@ -35,7 +35,7 @@ class Report:
     """A finding still tied to its node; positions are computed after the walk,
     only for files that have findings."""
 
-    rule: "Rule"
+    rule: type["Rule"]  # the class, not the instance: an instance holds the report list
     node: cst.CSTNode
     message: str
     fix: Optional[NodeFix]
@@ -64,7 +64,7 @@ class Rule:
         fix: Optional[NodeFix] = None,
         condition: Optional[Callable[[], bool]] = None,
     ) -> None:
-        self._sink.append(Report(self, node, message or self.message, fix, condition))
+        self._sink.append(Report(type(self), node, message or self.message, fix, condition))
 
     def fix(self, title: str, replacements: Sequence[tuple[cst.CSTNode, cst.CSTNode]]) -> NodeFix:
         """A fix at this rule's declared applicability."""

@@ -5,7 +5,7 @@ every node, before and after the rules see it."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import libcst as cst
 
@@ -37,37 +37,31 @@ class Context:
         self.count_exit_blocks: set[int] = set()  # ... after one that checks the GPU count
         self.true_default_options: set[str] = set()  # argparse dests defaulting to True
         self.events = events.EventLog()  # moves and optimizers, in statement order per scope
-        self.enter_hooks: dict[type, Callable[[cst.CSTNode], None]] = {
-            cst.Module: self._enter_module,
-            cst.Import: self.imports.add_import,
-            cst.ImportFrom: self.imports.add_import_from,
-            cst.ClassDef: self._enter_class,
-            cst.FunctionDef: self._enter_function,
-            cst.Call: self._enter_call,
-        }
-        self.leave_hooks: dict[type, Callable[[cst.CSTNode], None]] = {
-            cst.ClassDef: self._leave_scope,
-            cst.FunctionDef: self._leave_scope,
-            cst.Assign: self._leave_assign,
-            cst.AnnAssign: self._leave_ann_assign,
-            cst.If: self._leave_guardable,
-            cst.Assert: self._leave_guardable,
-            cst.For: self._leave_for,
-            cst.Expr: self._leave_expr,
-        }
+        # What the walk does on entering / leaving a node of a type, called as
+        # hook(ctx, node). Functions, not bound methods: a table of bound methods
+        # would be a reference cycle that keeps each file's tree alive until the
+        # cyclic collector runs.
+        self.enter_hooks = ENTER_HOOKS
+        self.leave_hooks = LEAVE_HOOKS
 
     # -- walk bookkeeping -------------------------------------------------
     def enter(self, node: cst.CSTNode) -> None:
         self.stack.append(node)
         hook = self.enter_hooks.get(type(node))
         if hook is not None:
-            hook(node)
+            hook(self, node)
 
     def leave(self, node: cst.CSTNode) -> None:
         hook = self.leave_hooks.get(type(node))
         if hook is not None:
-            hook(node)
+            hook(self, node)
         self.stack.pop()
+
+    def _enter_import(self, node: cst.Import) -> None:
+        self.imports.add_import(node)
+
+    def _enter_import_from(self, node: cst.ImportFrom) -> None:
+        self.imports.add_import_from(node)
 
     def _enter_module(self, node: cst.Module) -> None:
         self.scopes.append(Scope("module", node))
@@ -469,6 +463,26 @@ class Context:
             return Value(kind, Device(dtype, literal=not guarded and dtype is not None, guarded=guarded))
         return body if body.kind is orelse.kind else UNKNOWN
 
+
+
+ENTER_HOOKS: dict[type, Callable[["Context", Any], None]] = {
+    cst.Module: Context._enter_module,
+    cst.Import: Context._enter_import,
+    cst.ImportFrom: Context._enter_import_from,
+    cst.ClassDef: Context._enter_class,
+    cst.FunctionDef: Context._enter_function,
+    cst.Call: Context._enter_call,
+}
+LEAVE_HOOKS: dict[type, Callable[["Context", Any], None]] = {
+    cst.ClassDef: Context._leave_scope,
+    cst.FunctionDef: Context._leave_scope,
+    cst.Assign: Context._leave_assign,
+    cst.AnnAssign: Context._leave_ann_assign,
+    cst.If: Context._leave_guardable,
+    cst.Assert: Context._leave_guardable,
+    cst.For: Context._leave_for,
+    cst.Expr: Context._leave_expr,
+}
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     for arg in call.args:
