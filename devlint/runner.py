@@ -145,10 +145,17 @@ def lint_path(path: Path, settings: Settings) -> FileResult:
     by_code = registry.by_code()
     rules = [by_code[c] for c in codes]
     try:
-        # devlint/isolation.py: a file too large or nested too deeply to parse here.
-        result = isolation.guard(path, settings, document.text, rules, name, not isinstance(document, Notebook), lint_path)
+        # A warm cache answers first: its entries were written by a lint that went
+        # well, so neither the screening below nor a parse is needed again.
+        key = _cache_key(data, document, rules, settings)
+        cached = settings.cache.get(key, name) if key is not None and settings.cache is not None else None
+        if cached is not None:
+            result = FileResult(name, cached, parsed=True)
+        else:
+            # devlint/isolation.py: a file too large or nested too deeply to parse here.
+            result = isolation.guard(path, settings, document.text, rules, name, not isinstance(document, Notebook), lint_path)
         if result is None:
-            result = _check(path, data, document, name, rules, settings)
+            result = _check(path, data, document, name, rules, settings, key)
     except RecursionError:
         return FileResult(name, error="file is nested too deeply to analyse")
     except NotebookError as exc:
@@ -161,7 +168,21 @@ def lint_path(path: Path, settings: Settings) -> FileResult:
     return result
 
 
-def _check(path: Path, data: bytes, document: Document, name: str, rules: list[type[Rule]], settings: Settings) -> FileResult:
+def _cache_key(data: bytes, document: Document, rules: list[type[Rule]], settings: Settings) -> Optional[str]:
+    """The file's cache key, or None when the cache is off, the run writes
+    fixes, or the file cannot hold a finding (cheaper to check again)."""
+    cache = settings.cache
+    if cache is None or settings.fix or settings.diff:
+        return None
+    if settings.prefilter and not could_match(document.text, rules):
+        return None
+    return cache.key(data, ("nb" if isinstance(document, Notebook) else "py", ",".join(r.code for r in rules),
+                            f"unused={settings.report_unused_noqa}", f"prefilter={settings.prefilter}"))
+
+
+def _check(path: Path, data: bytes, document: Document, name: str, rules: list[type[Rule]], settings: Settings,
+           key: Optional[str]) -> FileResult:
+    """Lint (or fix) a file the cache did not answer for; `key` is where its result goes."""
     text = document.text
     if settings.fix or settings.diff:
         result = fix_text(text, name, rules, settings)
@@ -175,19 +196,11 @@ def _check(path: Path, data: bytes, document: Document, name: str, rules: list[t
                 write_atomic(path, document.encode(result.fixed_text), original=data)  # never over a concurrent edit
         return result
 
-    key = None
-    cache = settings.cache
-    if cache is not None and (not settings.prefilter or could_match(text, rules)):
-        key = cache.key(data, ("nb" if isinstance(document, Notebook) else "py", ",".join(r.code for r in rules),
-                               f"unused={settings.report_unused_noqa}", f"prefilter={settings.prefilter}"))
-        cached = cache.get(key, name)
-        if cached is not None:
-            return FileResult(name, cached, parsed=True)
     result = lint_text(text, name, rules, settings)
     syntax_errors = _syntax_errors(document, name, result.parsed, rules, settings)
     result.diagnostics = syntax_errors + document.relocate(result.diagnostics, text)
-    if key is not None:
-        cache.put(key, result.diagnostics)
+    if key is not None and settings.cache is not None:
+        settings.cache.put(key, result.diagnostics)
     return result
 
 
