@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
 import libcst as cst
-from libcst._nodes.base import CSTNode
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .diagnostics import Diagnostic, Edit, Fix, Location
@@ -132,7 +131,7 @@ class Walker:
             walk = None  # type: ignore[assignment]  # the closure refers to itself: let refcounting free the tree
 
 
-def _validate_nothing(self: CSTNode) -> None:
+def _validate_nothing(self: cst.CSTNode) -> None:
     pass
 
 
@@ -144,22 +143,23 @@ def _unvalidated() -> Iterator[None]:
     parser just guaranteed (libcst's own PERF note on `CSTNode.__post_init__`
     says so). Nodes that rules build for fixes are made outside this block and
     still validated; fixed text is re-parsed before it is written."""
-    post_init = CSTNode.__dict__.get("__post_init__")
+    post_init = cst.CSTNode.__dict__.get("__post_init__")
     if post_init is None:  # a libcst that validates elsewhere: leave it alone
         yield
         return
-    CSTNode.__post_init__ = _validate_nothing  # type: ignore[method-assign]
+    cst.CSTNode.__post_init__ = _validate_nothing  # type: ignore[method-assign]
     try:
         yield
     finally:
-        CSTNode.__post_init__ = post_init  # type: ignore[method-assign]
+        cst.CSTNode.__post_init__ = post_init  # type: ignore[method-assign]
 
 
 @contextmanager
 def _gc_paused() -> Iterator[None]:
-    """No cyclic collection while one file is parsed and walked. Left on, the
-    collector re-scans the growing tree every few hundred allocations; paused,
-    the file's garbage goes at the first collection after it."""
+    """No cyclic collection while one file is parsed and walked: left on, the
+    collector would re-scan the growing tree every few hundred allocations.
+    The tree itself is freed by reference counting once the file is done
+    (nothing of the walk is in a cycle; tests/test_work.py checks)."""
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import gc
 
 import libcst as cst
+import pytest
 
 from devlint import registry
-from devlint.engine import WORK, lint_source
+from devlint.engine import WORK, lint_source, parse_module
 from devlint.rule import Report
 from devlint.semantics import Context
 from devlint.semantics import tree
@@ -66,3 +67,15 @@ def test_a_linted_tree_is_freed_by_reference_counting():
         gc.enable()
     assert findings > 0
     assert kept == []
+
+
+def test_parsing_without_validation_builds_the_same_tree_and_restores_validation():
+    """The engine skips libcst's per-node validation while its parser runs (the
+    parser's output is valid by construction); the tree must be the one libcst
+    builds, and nodes made afterwards -- the rules' fixes -- still validated."""
+    for path in (p for d in fixture_dirs() for p in sorted(d.glob("*.py"))):
+        text = path.read_text(encoding="utf-8")
+        tree = parse_module(text)
+        assert tree.code == text and tree.deep_equals(cst.parse_module(text)), path
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")
