@@ -25,6 +25,7 @@ not a timed test: timings belong in benchmarks/RESULTS.md, not in asserts.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import datetime
 import json
 import os
@@ -191,8 +192,6 @@ def ratio(a: Optional[Measure], b: Optional[Measure]) -> str:
 
 
 def render(results: dict[str, dict], tools: dict[str, Optional[str]], quick: bool) -> str:
-    import libcst
-
     from devlint import __version__
 
     out = [
@@ -200,7 +199,7 @@ def render(results: dict[str, dict], tools: dict[str, Optional[str]], quick: boo
         "",
         f"- date: {datetime.date.today().isoformat()}",
         f"- machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        f"- devlint {__version__}, libcst {getattr(libcst, '__version__', '?')}",
+        f"- devlint {__version__}, libcst {importlib.metadata.version('libcst')}",
         f"- torchfix: {tools.get('torchfix') or 'not installed'}; ruff: {tools.get('ruff') or 'not installed'}",
         f"- run: `python benchmarks/bench.py{' --quick' if quick else ''}`",
         "",
