@@ -15,7 +15,8 @@ OS, peak memory as the largest resident set of any process):
   1 worker devlint, no cache, all rules, -j 1
   warm     devlint with its cache filled, nothing changed
   touched  devlint with its cache filled, one file's content changed
-  floor    libcst.parse_module of every file devlint parses, one process
+  floor    libcst.parse_module of every file, one process (the time of the
+           files devlint parses, its own pre-parse filter, reported apart)
   torchfix `torchfix --select ALL` when installed
   ruff     `ruff check --select ALL` when installed
 Short runs (under 5 s) are repeated and the median is kept. This is a script,
@@ -25,8 +26,8 @@ not a timed test: timings belong in benchmarks/RESULTS.md, not in asserts.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
