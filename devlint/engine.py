@@ -101,6 +101,7 @@ class Walker:
             if hooks:
                 for hook in hooks:
                     hook(node)
+            # semantics/tree.children's iteration, inlined: no list per node.
             names = fields.get(node_type)
             if names is None:
                 names = child_fields(node_type)
