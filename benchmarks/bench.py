@@ -5,9 +5,11 @@ floor, TorchFix and ruff, on the same files in one run.
     python benchmarks/bench.py --quick    # a short run: timm and accelerate
     python benchmarks/bench.py --corpus DIR --projects timm,accelerate --out benchmarks/RESULTS.md
 
-The corpus comes from ../shared/corpus/fetch.sh (pinned wheels of
-transformers, diffusers, timm, pytorch-lightning, accelerate, unpacked as
-plain .py trees); the script runs it when the corpus folder is missing.
+The corpus is the pinned wheels of transformers, diffusers, timm,
+pytorch-lightning and accelerate, unpacked as plain .py trees: $CORPUS_DIR,
+else ../corpus beside this checkout, else benchmarks/.corpus (git-ignored).
+Missing projects are unpacked on first use, by ../shared/corpus/fetch.sh
+where the workspace has it, else by the same pip download steps here.
 
 Measured per project, each in a child process (wall and CPU seconds from the
 OS, peak memory as the largest resident set of any process):
@@ -36,13 +38,24 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS = Path(os.environ.get("CORPUS_DIR", ROOT.parent / "corpus"))
+# The corpus: $CORPUS_DIR, else the workspace's `corpus/` beside this checkout,
+# else a folder inside it (git-ignored), filled on first use.
+DEFAULT_CORPUS = Path(
+    os.environ.get("CORPUS_DIR")
+    or (ROOT.parent / "corpus" if (ROOT.parent / "corpus").is_dir() else ROOT / "benchmarks" / ".corpus")
+)
 FETCH = ROOT.parent / "shared" / "corpus" / "fetch.sh"
+# The same pins as ../shared/corpus/fetch.sh, for a checkout without it.
+PINS = {
+    "transformers": "5.23.0", "diffusers": "0.42.1", "timm": "1.0.31",
+    "pytorch-lightning": "2.6.6", "accelerate": "1.15.0",
+}
 ALL_PROJECTS = ("transformers", "diffusers", "timm", "pytorch-lightning", "accelerate")
 QUICK_PROJECTS = ("timm", "accelerate")
 REPEAT_BELOW_S = 5.0
@@ -253,6 +266,25 @@ def _verdict(met: bool, value: str) -> str:
     return f"{value} (met)" if met else f"**{value} (not met)**"
 
 
+def fetch(dest: Path, projects: list[str]) -> None:
+    """Unpack the pinned wheels of `projects` into dest/<project>: with the
+    workspace's fetch.sh when there is one, else the same steps here."""
+    if FETCH.exists():
+        subprocess.run(["bash", str(FETCH), str(dest)], check=True, stdout=subprocess.DEVNULL)
+        return
+    wheels = dest / ".wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    for name in projects:
+        pin = f"{name}=={PINS[name]}"
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                        "-d", str(wheels), pin], check=True)
+        wheel = next(wheels.glob(f"{name.replace('-', '_')}-{PINS[name]}-*.whl"))
+        part = dest / f"{name}.part"
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(part)
+        part.rename(dest / name)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK_PROJECTS)}")
@@ -262,12 +294,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     projects = args.projects.split(",") if args.projects else list(QUICK_PROJECTS if args.quick else ALL_PROJECTS)
+    unknown = [p for p in projects if p not in PINS]
+    if unknown:
+        print(f"bench: unknown project(s) {', '.join(unknown)}; known: {', '.join(PINS)}", file=sys.stderr)
+        return 2
     missing = [p for p in projects if not (args.corpus / p).is_dir()]
     if missing:
-        if not FETCH.exists():
-            print(f"bench: corpus projects missing under {args.corpus}: {', '.join(missing)}", file=sys.stderr)
+        print(f"bench: unpacking {', '.join(missing)} into {args.corpus} ...", file=sys.stderr, flush=True)
+        try:
+            fetch(args.corpus, missing)
+        except (OSError, subprocess.CalledProcessError, zipfile.BadZipFile) as exc:
+            print(f"bench: cannot get the corpus into {args.corpus}: {exc}", file=sys.stderr)
             return 2
-        subprocess.run(["bash", str(FETCH), str(args.corpus)], check=True, stdout=subprocess.DEVNULL)
     tools = {
         "torchfix": tool_version(["torchfix", "--version"]),
         "ruff": tool_version(["ruff", "--version"]),
