@@ -11,7 +11,11 @@ from ..semantics import keyword
 from ..semantics.names import dotted, is_variable_use
 
 # Reading a host tensor's values.
-_READ_METHODS = frozenset({"numpy", "tolist", "item"})
+_READ_METHODS = frozenset({"tolist", "item"})
+# Views of the host tensor's memory: they read nothing, so what is done with
+# the view decides (`return x.to("cpu", non_blocking=True).numpy()` hands the
+# copy on; `....numpy().tolist()` reads it).
+_VIEW_METHODS = frozenset({"numpy"})
 _READ_BUILTINS = frozenset({"bool", "int", "float", "print", "list", "str", "repr", "sum", "max", "min"})
 _READ_FUNCTIONS = frozenset({"numpy.array", "numpy.asarray"})
 # Calls that wait for the device (explicitly, or by copying device data to the host).
@@ -23,9 +27,9 @@ class NonblockingCopyReadBeforeSync(Rule):
     ## What it does
     Flags a device-to-host copy with `non_blocking=True` —
     `t.to("cpu", non_blocking=True)`, `host.copy_(t, non_blocking=True)`,
-    `t.cpu(non_blocking=True)` — whose result is read (`.numpy()`,
-    `.tolist()`, `.item()`, indexing, `if`/`while`, `float(...)`) before
-    anything synchronizes with the device.
+    `t.cpu(non_blocking=True)` — whose result is read (`.tolist()`,
+    `.item()`, indexing, `if`/`while`, `float(...)`, also through a
+    `.numpy()` view of it) before anything synchronizes with the device.
 
     ## Why is this bad?
     A non-blocking copy to the host only enqueues the copy and returns at
@@ -36,7 +40,8 @@ class NonblockingCopyReadBeforeSync(Rule):
     Not flagged when `torch.cuda.synchronize()`, `event.synchronize()`,
     `stream.synchronize()`, or a blocking copy (`.item()`, `.cpu()`, ...)
     comes between the copy and the read, or when the copy is only handed on
-    (returned, passed to another function, copied back to the device).
+    (returned, passed to another function, copied back to the device) --
+    also as a NumPy array: `.numpy()` shares the host memory and reads nothing.
     `Tensor.cpu()` takes no `non_blocking` at all: the call raises `TypeError`.
 
     ## Example
@@ -124,12 +129,14 @@ class NonblockingCopyReadBeforeSync(Rule):
         if self._read_here(call):
             self.report(call, fix=self._fix(call))
             return
-        parent = self.ctx.parent()
+        stack = self.ctx.stack
+        top = self._through_views(len(stack) - 1)
+        outer, parent = stack[top], stack[top - 1] if top >= 1 else None
         target: Optional[str] = None
-        if func.attr.value == "copy_" and isinstance(parent, cst.Expr):
+        if func.attr.value == "copy_" and isinstance(parent, cst.Expr) and outer is call:
             target = dotted(func.value)  # the destination now waits for the copy
-        elif isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1:
-            target = dotted(parent.targets[0].target)
+        elif isinstance(parent, cst.Assign) and parent.value is outer and len(parent.targets) == 1:
+            target = dotted(parent.targets[0].target)  # `host = x.to("cpu", non_blocking=True)[.numpy()]`
         if target is not None:
             self._pending.setdefault(id(self.ctx.current_function()), {})[target] = call
 
@@ -148,10 +155,13 @@ class NonblockingCopyReadBeforeSync(Rule):
             self.report(call, fix=self._fix(call))
 
     def _read_here(self, node: cst.BaseExpression) -> bool:
-        """Is the value of `node` (at the top of the walk's stack) read right here?"""
+        """Is the value of `node` (at the top of the walk's stack) read right
+        here, directly or through a view of it (`.numpy()`)?"""
         stack = self.ctx.stack
-        parent = stack[-2] if len(stack) > 1 else None
-        grand = stack[-3] if len(stack) > 2 else None
+        top = self._through_views(len(stack) - 1)
+        node = stack[top]
+        parent = stack[top - 1] if top >= 1 else None
+        grand = stack[top - 2] if top >= 2 else None
         if isinstance(parent, cst.Attribute) and parent.value is node:
             return parent.attr.value in _READ_METHODS and isinstance(grand, cst.Call) and grand.func is parent
         if isinstance(parent, cst.Subscript) and parent.value is node:
@@ -165,12 +175,26 @@ class NonblockingCopyReadBeforeSync(Rule):
             return self.ctx.qualify(func) in _READ_FUNCTIONS
         if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.UnaryOperation, cst.BooleanOperation)):
             # `if host > 0:`, `if not host:` — a condition of control flow.
-            for ancestor in reversed(stack[:-2]):
+            for ancestor in reversed(stack[: top - 1]):
                 if isinstance(ancestor, (cst.If, cst.While, cst.IfExp)):
                     return True
                 if not isinstance(ancestor, (cst.Comparison, cst.ComparisonTarget, cst.UnaryOperation, cst.BooleanOperation)):
                     return False
         return False
+
+    def _through_views(self, index: int) -> int:
+        """The stack index of the outermost `.numpy()` view of the expression at `index`."""
+        stack = self.ctx.stack
+        while index >= 2:
+            attribute, call = stack[index - 1], stack[index - 2]
+            if not (
+                isinstance(attribute, cst.Attribute) and attribute.value is stack[index]
+                and attribute.attr.value in _VIEW_METHODS
+                and isinstance(call, cst.Call) and call.func is attribute and not call.args
+            ):
+                break
+            index -= 2
+        return index
 
     def _synchronizes(self, call: cst.Call) -> bool:
         func = call.func
