@@ -325,3 +325,40 @@ def test_the_matrix_in_text_json_and_markdown():
     assert data["rules"][0]["backends"]["cuda"] == {"status": "not run here", "reason": ""}
     markdown = render_markdown(report)
     assert "| DEV101 `unguarded-cuda` |" in markdown and "**CONTRADICTED**" in markdown
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+def test_a_dataloader_workers_failure_is_placed_where_the_worker_failed(tmp_path):
+    """A DataLoader re-raises a worker's exception at the loop over the loader;
+    the line that failed (in `__getitem__`, where DEV402 flags CUDA use) is
+    only in the worker's traceback text, and is the one judged."""
+    import importlib.util
+
+    from devlint.verify.child import _describe_exception
+
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(textwrap.dedent('''\
+        from torch.utils.data import DataLoader, Dataset
+
+
+        class Broken(Dataset):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                raise ValueError("bad item")
+
+
+        def run():
+            for _ in DataLoader(Broken(), num_workers=1):
+                pass
+    '''))
+    spec = importlib.util.spec_from_file_location("snippet", snippet)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ValueError) as raised:
+        module.run()
+    described = _describe_exception(raised.value, str(snippet))
+    assert described["target_line"] == 9
+    assert described["innermost_in_target"]
+    assert [13, 9] == [f[1] for f in described["frames"] if f[0] == str(snippet)][-2:]

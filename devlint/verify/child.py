@@ -207,10 +207,27 @@ def _frames(tb, keep_from: int = 0) -> list:
     return [list(f) for f in frames]
 
 
+def _worker_frames(message: str) -> list:
+    """The frames of an exception a worker process raised, as torch's DataLoader
+    re-raises it in the main process: its message ends with the worker's
+    "Original Traceback (most recent call last):" as text."""
+    import re
+
+    _, marker, original = message.partition("Original Traceback (most recent call last):")
+    if not marker:
+        return []
+    return [[m.group(1), int(m.group(2)), m.group(3)]
+            for m in re.finditer(r'^\s*File "([^"]+)", line (\d+), in (\S+)', original, re.M)]
+
+
 def _describe_exception(exc: BaseException, target: str) -> dict:
     frames = _frames(exc.__traceback__, keep_from=1)  # drop the harness's own exec frame
     if isinstance(exc, SyntaxError) and exc.filename == target and exc.lineno:
         frames.append([target, exc.lineno, "<module>"])
+    # A DataLoader worker's failure surfaces at the loop that iterates the
+    # loader; where it happened (a Dataset's __getitem__, a collate_fn) is in
+    # the worker's traceback, which comes after the frames seen here.
+    frames += _worker_frames(_safe_str(exc))
     in_target = [f for f in frames if f[0] == target]
     return {
         "type": type(exc).__name__,
