@@ -239,40 +239,41 @@ class Context:
 
     def value_of(self, expr: cst.BaseExpression) -> Value:
         """What `expr` evaluates to, as far as the code makes it clear."""
-        if isinstance(expr, cst.Name):
+        kind = type(expr)  # exact types: libcst's classes are ABCs, slow to isinstance
+        if kind is cst.Name:
             found = self.lookup(expr.value)
             if found is None:
                 return _TRUE if expr.value == "True" else UNKNOWN
             return found
-        if isinstance(expr, cst.Attribute):
+        if kind is cst.Attribute:
             return self._attribute_value(expr)
-        if isinstance(expr, cst.Call):
+        if kind is cst.Call:
             return self._call_value(expr)
-        if isinstance(expr, cst.Subscript):
+        if kind is cst.Subscript:
             base = self.value_of(expr.value)
             if base.kind is Kind.MODULE_OUTPUT:
                 return base  # `out[0]`: part of the output, where the module is
             return Value(Kind.TENSOR, base.device) if base.is_tensor else UNKNOWN
-        if isinstance(expr, cst.BinaryOperation):
+        if kind is cst.BinaryOperation:
             left, right = self.value_of(expr.left), self.value_of(expr.right)
             if Kind.MODULE not in (left.kind, right.kind) and (left.is_tensor or right.is_tensor):
                 return Value(Kind.TENSOR, residence.combined_device(left, right))
             return UNKNOWN
-        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        if kind is cst.Comparison and len(expr.comparisons) == 1:
             # `t > 0.5`, `a == b`: elementwise on tensors (`is`/`in` give a bool).
             op = expr.comparisons[0].operator
             left, right = self.value_of(expr.left), self.value_of(expr.comparisons[0].comparator)
             if not isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) and (left.is_tensor or right.is_tensor):
                 return Value(Kind.TENSOR, residence.combined_device(left, right))
             return UNKNOWN
-        if isinstance(expr, cst.UnaryOperation):
+        if kind is cst.UnaryOperation:
             inner = self.value_of(expr.expression)
             return inner if inner.is_tensor else UNKNOWN
-        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        if kind is cst.SimpleString or kind is cst.ConcatenatedString:
             text = _string(expr)
             device = parse_device_string(text) if text is not None else None
             return Value(Kind.DEVICE_STRING, device) if device else UNKNOWN
-        if isinstance(expr, cst.IfExp):
+        if kind is cst.IfExp:
             return self._ifexp_value(expr)
         return UNKNOWN
 

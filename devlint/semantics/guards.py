@@ -42,12 +42,13 @@ def _identifiers(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.Name, cst.Attribute)):
-            yield node
-            if isinstance(node, cst.Attribute):
-                stack.append(node.value)
+        kind = type(node)  # exact types: libcst's classes are ABCs, slow to isinstance
+        if kind is cst.Name or kind is cst.Attribute:
+            yield node  # type: ignore[misc]
+            if kind is cst.Attribute:
+                stack.append(node.value)  # type: ignore[attr-defined]
             continue
-        if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+        if kind is cst.Lambda or kind is cst.FunctionDef or kind is cst.ClassDef:
             continue
         stack.extend(children(node))
 
@@ -151,11 +152,12 @@ def exits(body: cst.BaseSuite) -> bool:
 def is_early_exit(ctx: "Context", node: cst.CSTNode, kind: GuardKind = AVAILABILITY) -> bool:
     """`if not torch.cuda.is_available(): return` / `assert torch.cuda.is_available()`:
     everything after it in the same block runs only with an accelerator."""
-    if isinstance(node, cst.If):
-        return node.orelse is None and exits(node.body) and kind.mentions(ctx, node.test)
-    if isinstance(node, cst.Assert):
-        return kind.mentions(ctx, node.test)
-    if isinstance(node, cst.Assign):
+    node_type = type(node)  # exact types: libcst's classes are ABCs, slow to isinstance
+    if node_type is cst.If:
+        return node.orelse is None and exits(node.body) and kind.mentions(ctx, node.test)  # type: ignore[attr-defined]
+    if node_type is cst.Assert:
+        return kind.mentions(ctx, node.test)  # type: ignore[attr-defined]
+    if node_type is cst.Assign:
         # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`, or a
         # marker kept for reuse, `requires_gpu = pytest.mark.skipif(...)`, at module
         # level: a GPU test module, whose undecorated helpers run only under it.

@@ -309,8 +309,8 @@ def tensor_params(ctx: "Context", function: cst.FunctionDef) -> list[str]:
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.attr.value in _TENSOR_USES:
-            used.add(node.value.value)
+        if type(node) is cst.Attribute and type(node.value) is cst.Name and node.attr.value in _TENSOR_USES:  # type: ignore[attr-defined]
+            used.add(node.value.value)  # type: ignore[attr-defined]
         stack.extend(children(node))
     out = []
     for p in names:

@@ -27,6 +27,7 @@ class AssignedTo:
 
 
 TESTED = "tested"
+_TESTING = frozenset((cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf))
 Use = Union[str, AssignedTo, None]
 
 
@@ -36,11 +37,12 @@ def truth_use(chain: Sequence[cst.CSTNode]) -> Use:
     node = chain[-1]
     for i in range(len(chain) - 2, -1, -1):
         parent = chain[i]
-        if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)):
-            return TESTED if parent.test is node else None
-        if isinstance(parent, cst.UnaryOperation):
-            return TESTED if isinstance(parent.operator, cst.Not) else None
-        if isinstance(parent, cst.BooleanOperation):
+        kind = type(parent)  # exact types: libcst's classes are ABCs, slow to isinstance
+        if kind in _TESTING:
+            return TESTED if parent.test is node else None  # type: ignore[attr-defined]
+        if kind is cst.UnaryOperation:
+            return TESTED if isinstance(parent.operator, cst.Not) else None  # type: ignore[attr-defined]
+        if kind is cst.BooleanOperation:
             if parent.left is node:
                 return TESTED
             node = parent  # the result: tested where the whole is
