@@ -263,39 +263,50 @@ def _parse_and_walk(text: str, result: FileResult, active: Sequence[type[Rule]])
     return result
 
 
-def _cpython_refuses(text: str) -> Optional[tuple[int, int, str]]:
-    """(line, column, message) of CPython's syntax error in `text`, or None if it compiles."""
+_NUL_MESSAGE = "SyntaxError: source code cannot contain null bytes"
+
+
+def _compile_error(text: str) -> Optional[Exception]:
+    """What CPython's compiler raises on `text`, or None if it compiles."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings must not reach stderr
             compile(text, "<devlint>", "exec", dont_inherit=True)
-    except SyntaxError as py:
-        nul = text.find("\0")
-        if nul >= 0 and not py.lineno:
-            line = text.count("\n", 0, nul) + 1
-            return line, nul - (text.rfind("\n", 0, nul) + 1) + 1, "SyntaxError: source code cannot contain null bytes"
-        return py.lineno or 1, max(py.offset or 1, 1), f"SyntaxError: {py.msg}"
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return 1, 1, f"SyntaxError: {exc}"
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return exc
     return None
+
+
+def _nul_position(text: str) -> Optional[tuple[int, int]]:
+    """(line, column) of the first NUL byte, which CPython refuses without a position."""
+    nul = text.find("\0")
+    if nul < 0:
+        return None
+    return text.count("\n", 0, nul) + 1, nul - (text.rfind("\n", 0, nul) + 1) + 1
+
+
+def _cpython_refuses(text: str) -> Optional[tuple[int, int, str]]:
+    """(line, column, message) of CPython's syntax error in `text`, or None if it compiles."""
+    error = _compile_error(text)
+    if error is None:
+        return None
+    if not isinstance(error, SyntaxError):
+        return 1, 1, f"SyntaxError: {error}"
+    nul = None if error.lineno else _nul_position(text)
+    if nul is not None:
+        return (*nul, _NUL_MESSAGE)
+    return error.lineno or 1, max(error.offset or 1, 1), f"SyntaxError: {error.msg}"
 
 
 def _syntax_error_position(text: str, exc: cst.ParserSyntaxError) -> tuple[int, int, str]:
     """libcst's native parser places errors loosely; CPython's own parser is
     exact, so ask it on this (rare) path. Falls back to libcst's position."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarnings must not reach stderr
-            compile(text, "<devlint>", "exec", dont_inherit=True)
-    except SyntaxError as py:
-        if py.lineno:
-            return py.lineno, max(py.offset or 1, 1), f"SyntaxError: {py.msg}"
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    nul = text.find("\0")
-    if nul >= 0:  # CPython refuses the whole text without a position: point at the byte
-        line = text.count("\n", 0, nul) + 1
-        return line, nul - (text.rfind("\n", 0, nul) + 1) + 1, "SyntaxError: source code cannot contain null bytes"
+    error = _compile_error(text)
+    if isinstance(error, SyntaxError) and error.lineno:
+        return error.lineno, max(error.offset or 1, 1), f"SyntaxError: {error.msg}"
+    nul = _nul_position(text)
+    if nul is not None:
+        return (*nul, _NUL_MESSAGE)
     return max(exc.raw_line, 1), exc.raw_column + 1, f"SyntaxError: {exc.message}"
 
 
