@@ -275,3 +275,50 @@ def test_code_that_imports_a_cuda_only_library_is_cuda_code():
 def test_data_parallel_without_cuda_in_the_text_is_still_linted():
     src = "import torch.nn as nn\nnet = nn.DataParallel(model, [0, 1])\n"
     assert codes(src, "DEV104") == [(2, "DEV104")]
+
+
+# -- module names a function reads before the text assigns them -----------------
+
+_LATE = """
+import sys
+import torch
+
+def run(x):
+    return x.to(DEVICE)
+
+{main}
+"""
+
+
+def test_a_function_reads_the_device_the_main_block_sets_below_it():
+    src = _LATE.format(main='if __name__ == "__main__":\n    DEVICE = "cuda"\n    run(torch.ones(1))')
+    assert codes(src) == [(6, "DEV101")]
+    src = _LATE.format(main='DEVICE = torch.device("cuda", 0)')
+    assert codes(src) == [(6, "DEV101")]
+
+
+@pytest.mark.parametrize("main", [
+    # a check of the accelerator before the assignment
+    'if not torch.cuda.is_available():\n    sys.exit("needs a GPU")\nDEVICE = "cuda"',
+    'if __name__ == "__main__":\n    assert torch.cuda.is_available()\n    DEVICE = "cuda"',
+    # assigned twice, or from something that is no literal device
+    'DEVICE = "cuda"\nif not torch.cuda.is_available():\n    DEVICE = "cpu"',
+    'DEVICE = "cuda" if torch.cuda.is_available() else "cpu"',
+    'DEVICE = sys.argv[1]',
+    # rebound by a function, or inside a loop, or only under some condition
+    'def pick():\n    global DEVICE\n    DEVICE = "cpu"\nDEVICE = "cuda"',
+    'for DEVICE in ["cuda"]:\n    pass',
+    'if len(sys.argv) > 1:\n    DEVICE = "cuda"',
+])
+def test_a_late_module_device_that_is_not_certain_stays_silent(main):
+    assert codes(_LATE.format(main=main)) == []
+
+
+def test_a_late_module_name_does_not_reach_a_function_that_binds_it():
+    src = 'import torch\n\ndef run(x):\n    if x is None:\n        DEVICE = "cpu"\n    return x.to(DEVICE)\n\nDEVICE = "cuda"\n'
+    assert codes(src) == []
+
+
+def test_a_class_body_runs_before_the_late_assignment():
+    src = 'import torch\n\nclass Config:\n    weights = torch.ones(1).to(DEVICE)\n\nDEVICE = "cuda"\n'
+    assert codes(src) == []

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 
 import libcst as cst
 
-from . import classes, events, guards, optimizers, residence, torchapi
+from . import classes, events, guards, late, optimizers, residence, torchapi
 from .names import ImportTable, dotted
 from .scopes import ClassInfo, Scope
 from .values import MODULE, TENSOR, UNKNOWN, Device, Kind, Value, parse_device_string
@@ -202,6 +202,9 @@ class Context:
             value = scope.lookup(name)
             if value is not None:
                 return value
+        if len(self.scopes) > 1 and any(scope.kind == "function" for scope in self.scopes):
+            # A function body runs later: it may read a module name the text assigns below it.
+            return late.late_value(self, name)
         return None
 
     def param_default(self, name: str) -> Optional[cst.BaseExpression]:
