@@ -23,8 +23,8 @@ _NOT_DATA = frozenset(
 class HostSyncInLoop(Rule):
     """
     ## What it does
-    Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)` and
-    `print(t)` of device tensors on every step of a training loop — a `for` or
+    Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`,
+    `print(t)` and `f"{t}"` of device tensors on every step of a training loop — a `for` or
     `while` whose body calls `.backward()` or `optimizer.step()` — when they
     are not under a condition such as `if step % 100 == 0:`.
 
@@ -84,18 +84,28 @@ class HostSyncInLoop(Rule):
         raises="RuntimeError",
         match=r"called a synchronizing CUDA operation",
     )
-    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "print(")
+    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "print(", "{")
 
     def visit_Call(self, node: cst.Call) -> None:
         what = self._sync(node)
-        if what is None:
+        if what is not None and self._on_every_step():
+            self.report(node, self.message.format(what=what))
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        # `f"loss {loss:.4f}"` (in a print, a progress bar, a log call) formats
+        # the tensor: `Tensor.__format__` reads its value on the host.
+        expr = node.expression
+        if self._is_sync_call(expr) or not self._may_be_device_data(expr, lenient=False):
             return
+        if self._on_every_step():
+            self.report(node, self.message.format(what="`f\"{tensor}\"`"))
+
+    def _on_every_step(self) -> bool:
+        """In a training loop that uses an accelerator, on every step, not in a check."""
         loop = loops.training_loop(self.ctx)
         if loop is None or loops.periodic(self.ctx, loop) or not loops.uses_accelerator(self.ctx, loop):
-            return
-        if self._checks_a_value(loop):
-            return
-        self.report(node, self.message.format(what=what))
+            return False
+        return not self._checks_a_value(loop)
 
     def _checks_a_value(self, loop: cst.CSTNode) -> bool:
         """Inside `assert ...` or `self.assertEqual(...)`/`assert_close(...)`: a
@@ -130,13 +140,6 @@ class HostSyncInLoop(Rule):
             args = [a.value for a in call.args if a.keyword is None and not a.star]
             if func.value == "float" and len(args) != 1:
                 return None
-            if func.value == "print":
-                # `print(f"loss {loss:.4f}")` formats the tensor: a host read too.
-                args = args + [
-                    part.expression
-                    for a in args if isinstance(a, cst.FormattedString)
-                    for part in a.parts if isinstance(part, cst.FormattedStringExpression)
-                ]
             if any(not self._is_sync_call(a) and self._may_be_device_data(a, lenient=False) for a in args):
                 return f"`{func.value}(tensor)`"
         return None
