@@ -4,7 +4,7 @@ import libcst as cst
 
 from ..claims import Claim
 from ..rule import Rule
-from ..semantics import Kind, keyword, residence
+from ..semantics import Kind, keyword
 
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _SPLITS = frozenset({"torch.utils.data.random_split", "torch.utils.data.dataset.random_split"})
@@ -63,7 +63,7 @@ class GeneratorDeviceMismatch(Rule):
         raises="RuntimeError",
         match=r"Expected a '\w+' device type for generator but found '\w+'",
     )
-    triggers = ("Generator", "set_default_device")
+    triggers = ("Generator", "set_default_device", "set_default_tensor_type")
 
     def visit_Call(self, node: cst.Call) -> None:
         qual = self.ctx.qualify(node.func)
@@ -74,7 +74,9 @@ class GeneratorDeviceMismatch(Rule):
             positional = [a for a in node.args if a.keyword is None]
             generator = positional[2].value if len(positional) > 2 and not positional[2].star else None
         if generator is not None:
-            if self._on_accelerator(generator):
+            # With the default device on the accelerator, an accelerator generator
+            # is what shuffling needs (the usual workaround), not the bug.
+            if self._on_accelerator(generator) and self.ctx.events.default_device_call is None:
                 self.report(node)
             return
         if self.ctx.events.default_device_call is None:
@@ -88,6 +90,8 @@ class GeneratorDeviceMismatch(Rule):
 
     def _on_accelerator(self, generator: cst.BaseExpression) -> bool:
         value = self.ctx.value_of(generator)
-        if value.kind is not Kind.GENERATOR:
+        if value.kind is not Kind.GENERATOR or value.device is None:
             return False
-        return residence.may_be_accelerator(value.device)
+        # A named accelerator, or one chosen by an availability check (there is
+        # one wherever it runs on a GPU); a device the caller passes may be the CPU.
+        return value.device.is_accelerator or value.device.guarded

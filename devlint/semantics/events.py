@@ -81,9 +81,17 @@ class EventLog:
         if optimizers.builds_optimizer(ctx, call):
             self._record_optimizer(ctx, call)
             return
-        if ctx.qualify(func) == "torch.set_default_device":
+        qual = ctx.qualify(func)
+        if qual == "torch.set_default_device":
             arg = call.args[0].value if call.args else None
             if residence.target_may_be_accelerator(ctx, arg):
+                self.default_device_call = call
+        elif qual == "torch.set_default_tensor_type" and call.args:
+            # The legacy spelling: `set_default_tensor_type(torch.cuda.FloatTensor)`
+            # (or its name as a string) makes factories build CUDA tensors too.
+            arg = call.args[0].value
+            name = arg.evaluated_value if isinstance(arg, cst.SimpleString) else ctx.qualify(arg)
+            if isinstance(name, str) and name.startswith("torch.cuda."):
                 self.default_device_call = call
 
     def _record_optimizer(self, ctx: "Context", call: cst.Call) -> None:
