@@ -163,6 +163,22 @@ def test_a_loop_uses_an_accelerator_when_its_function_places_anything_on_one(set
     assert answer["trains"] and answer["accelerated"] is accelerated
 
 
+def test_a_device_chosen_in_branches_may_be_the_accelerator():
+    src = (
+        "import torch\n"
+        "def train(args):\n"
+        "    if args.cuda:\n        device = torch.device('cuda')\n"
+        "    else:\n        device = torch.device('cpu')\n"
+        "    model.to(device)\n"
+        "    for b in loader:\n        loss.backward()\n        probe()\n"
+    )
+    (answer,) = probe(src)
+    assert answer["accelerated"]
+    only_cpu = src.replace("torch.device('cuda')", "torch.device('cpu')")
+    (answer,) = probe(only_cpu)
+    assert not answer["accelerated"]
+
+
 # -- DataLoader workers ---------------------------------------------------------
 def test_dataset_worker_methods_through_aliases_and_local_bases():
     src = (
@@ -251,3 +267,25 @@ def test_launching_processes_is_recognised():
 def test_the_process_rules_are_registered():
     codes = {r.code for r in registry.all_rules()}
     assert {"DEV401", "DEV402", "DEV403", "DEV501"} <= codes
+
+
+def test_a_dataset_only_loaded_without_workers_runs_in_the_main_process():
+    head = (
+        "from torch.utils.data import DataLoader, Dataset\n"
+        "class Items(Dataset):\n"
+        "    def __getitem__(self, i):\n        probe()\n"
+    )
+    cases = [
+        ("DataLoader(Items(), batch_size=2)", False),
+        ("ds = Items()\nDataLoader(ds, num_workers=0)", False),
+        ("kw = {'num_workers': 0} if cuda else {}\nDataLoader(Items(), **kw)", False),
+        ("DataLoader(Items(), num_workers=2)", True),
+        ("kw = {'num_workers': 0}\nkw.update(extra)\nDataLoader(Items(), **kw)", True),
+        ("DataLoader(Items(), **kwargs)", True),
+        ("DataLoader(Subset(Items(), idx), num_workers=4)", True),  # wrapped: may be Items
+        ("DataLoader(Other(), num_workers=0)", False),  # what Other() is cannot be told: may be Items
+        ("", True),  # no DataLoader here: the dataset is loaded elsewhere
+    ]
+    for tail, worker in cases:
+        (answer,) = probe(head + tail + "\n")
+        assert answer["worker"] is worker, tail

@@ -69,9 +69,14 @@ class HardcodedDeviceOrdinal(Rule):
         if self.ctx.qualify(node.func) in torchapi.DATA_PARALLEL:
             return _largest(keyword(node, "device_ids"), keyword(node, "output_device"), _positional(node, 1))
         found = placement(self.ctx, node)
-        if found is None or found.device is None or found.device.type != "cuda":
+        device = found.device if found is not None else None
+        if device is None:
             return None
-        return found.device.index
+        if device.type == "cuda" or (device.type is None and device.guarded):
+            # A guarded choice (`"cuda:1" if torch.cuda.is_available() else "cpu"`)
+            # checks that a GPU exists, not how many.
+            return device.index
+        return None
 
 
 def _positional(call: cst.Call, i: int) -> Optional[cst.BaseExpression]:

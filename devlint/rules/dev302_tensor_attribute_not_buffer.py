@@ -105,12 +105,19 @@ class TensorAttributeNotBuffer(Rule):
         facts = classes.attributes(info)
         attr = target.attr.value
         seen = facts.get(attr)
-        if facts.custom_move or seen.registered or seen.moved or seen.passed:
+        if facts.custom_move or seen.registered or seen.moved:
             return
+        # Given to a torch op (`F.embedding(idx, self.pe)`, `torch.matmul(x, self.w)`)
+        # it is read there; given to anything else, it may be registered or moved.
+        read_by_ops = set()
+        for callee, method in seen.passed_to:
+            if not _is_torch_op(self.ctx.qualify(callee)):
+                return
+            read_by_ops.add(method)
         others = [v for _, v in seen.assigned_in if v is not value]
         if any(v is None or not self._fresh_host_tensor(v) for v in others):
             return  # also assigned something else (a Parameter, a moved tensor) somewhere
-        if not (seen.read_in - {"__init__"}):
+        if not ((seen.read_in | read_by_ops) - {"__init__"}):
             return  # never used after construction
         self.report(value, fix=self._fix(statement, attr, value))
 
@@ -213,3 +220,12 @@ def _plain_number(expr: cst.BaseExpression) -> bool:
 
 def _redundant_parens(expr: cst.BaseExpression) -> bool:
     return bool(expr.lpar) and isinstance(expr, (cst.Call, cst.Name, cst.Attribute, cst.Subscript))
+
+
+def _is_torch_op(qual: Optional[str]) -> bool:
+    """`torch.matmul`, `torch.nn.functional.embedding`: a function that reads
+    tensors; not a class (`torch.nn.Parameter`, `torch.nn.ModuleList`)."""
+    if qual is None or not qual.startswith("torch."):
+        return False
+    leaf = qual.rsplit(".", 1)[1]
+    return leaf[:1].islower()

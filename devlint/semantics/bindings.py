@@ -89,6 +89,21 @@ def certain_source(ctx: "Context", name: cst.Name) -> Optional[cst.BaseExpressio
     return last.value if last is not None and last.kind in ("assign", "annassign") else None
 
 
+def assigned_values(ctx: "Context", name: cst.Name) -> list[Value]:
+    """What each plain assignment of `name` in its scope gives, wherever it is:
+    after `if args.cuda: device = torch.device("cuda") else: device = "cpu"`
+    both, whichever the walk holds now."""
+    scope_node, _ = _binding_scope(ctx, name.value)
+    if scope_node is None:
+        return []
+    scan = _scan(ctx, scope_node)
+    return [
+        ctx.value_of(site.value)
+        for site in scan.sites.get(name.value, [])
+        if site.kind in ("assign", "annassign") and site.value is not None
+    ]
+
+
 def _in_effect(ctx: "Context", name: cst.Name) -> Optional[tuple[list[_Site], Optional[_Site]]]:
     """Every binding of `name` in its scope, and the one certain to be in effect
     at this use (None when several may be); None when the name is not

@@ -464,7 +464,13 @@ class Context:
                 # accelerator branch is taken where there is none.
                 accelerators = types & torchapi.ACCELERATOR_TYPES
                 dtype = accelerators.pop() if len(accelerators) == 1 else None
-            return Value(kind, Device(dtype, literal=not guarded and dtype is not None, guarded=guarded))
+            # `"cuda:4" if torch.cuda.is_available() else "cpu"`: the type is chosen,
+            # but the accelerator branch's ordinal is still hardcoded (DEV104).
+            indices = {v.device.index for v in (body, orelse) if v.device is not None and v.device.is_accelerator}
+            index = indices.pop() if dtype is None and len(indices) == 1 else None
+            if index is not None and guards.mentions_device_count(self, expr.test):
+                index = None  # `"cuda:1" if torch.cuda.device_count() > 1 else "cpu"`: checked
+            return Value(kind, Device(dtype, index, literal=not guarded and dtype is not None, guarded=guarded))
         return body if body.kind is orelse.kind else UNKNOWN
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 import libcst as cst
 
+from . import bindings
 from .names import dotted
 from .values import Kind
 from .tree import children, iter_subtree
@@ -187,7 +188,12 @@ def _places_on_accelerator(ctx: "Context", call: cst.Call) -> bool:
     found = placement(ctx, call)
     if found is not None and found.how in ("method", "device-kwarg"):
         if found.device is not None:
-            return residence.may_be_accelerator(found.device)
+            if residence.may_be_accelerator(found.device):
+                return True
+            # `device` holds the CPU here, but another branch may assign the GPU.
+            return isinstance(found.target, cst.Name) and any(
+                residence.may_be_accelerator(v.device) for v in bindings.assigned_values(ctx, found.target)
+            )
         return residence.target_may_be_accelerator(ctx, found.target)
     name = dotted(call.func)
     return name is not None and "." in name and bool(_PLACING_LIBRARY_CALLS.search(name)) and (
