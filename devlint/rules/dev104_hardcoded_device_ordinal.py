@@ -15,8 +15,10 @@ class HardcodedDeviceOrdinal(Rule):
     ## What it does
     Flags a literal GPU index above 0 — `"cuda:1"`, `.cuda(1)`,
     `torch.device("cuda", 2)` used for placement, `torch.cuda.set_device(3)`,
-    `with torch.cuda.device(1):`, `DataParallel(m, device_ids=[0, 1])` —
-    that no check of `torch.cuda.device_count()` guards.
+    `with torch.cuda.device(1):`, `DataParallel(m, device_ids=[0, 1])`,
+    `"cuda:1" if torch.cuda.is_available() else "cpu"` (that checks a GPU
+    exists, not how many) — that no check of `torch.cuda.device_count()`
+    guards.
 
     ## Why is this bad?
     The code runs only on machines with at least that many GPUs. On a laptop,

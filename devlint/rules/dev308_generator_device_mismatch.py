@@ -37,6 +37,12 @@ class GeneratorDeviceMismatch(Rule):
     GPU with the samplers' CPU generator:
     `RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'`.
 
+    So a generator on the accelerator is right once the default device is
+    the accelerator (`torch.set_default_device("cuda")`, or the legacy
+    `torch.set_default_tensor_type(torch.cuda.FloatTensor)`), and is not
+    flagged then. A generator on a device the caller passes in may be on the
+    CPU and is not flagged either.
+
     ## Example
     ```python
     generator = torch.Generator(device="cuda").manual_seed(0)

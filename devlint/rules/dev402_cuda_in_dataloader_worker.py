@@ -31,7 +31,11 @@ class CudaInDataloaderWorker(Rule):
     Move the batch to the device in the main process, after the DataLoader
     yields it (`pin_memory=True` makes that copy fast). A `collate_fn` passed
     only to DataLoaders with `num_workers=0` (or none) runs in the main
-    process and is not flagged.
+    process and is not flagged; so does a Dataset's `__getitem__` when every
+    DataLoader in the file that may take the dataset has no workers (none
+    given, a literal `0`, or `**kwargs` from dicts that only ever hold `0`).
+    A Dataset no DataLoader in the file takes is loaded elsewhere, with
+    workers as likely as not: it is flagged.
 
     ## Example
     ```python
