@@ -84,7 +84,8 @@ class HostSyncInLoop(Rule):
         raises="RuntimeError",
         match=r"called a synchronizing CUDA operation",
     )
-    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "print(", "{")
+    # An f-string always has its `f` right before the opening quote (`rf"`, `f"""` too).
+    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "print(", 'f"', "f'", 'F"', "F'")
 
     def visit_Call(self, node: cst.Call) -> None:
         what = self._sync(node)
