@@ -9,6 +9,7 @@ from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
 from ..semantics import Kind, classes, residence, torchapi
+from ..semantics.placements import is_cast
 from ..semantics.names import is_variable_use
 from ..semantics.tree import children
 
@@ -167,20 +168,6 @@ class FactoryWithoutDevice(Rule):
             self.report(factory, self.message.format(factory=name), fix=self._fix(factory, meeting.other, direct))
 
     # -- where the fresh tensor goes ---------------------------------------------
-    def _dtype_only(self, call: cst.Call) -> bool:
-        """`.to(torch.int32)`, `.to(dtype=torch.long)`: a cast that keeps the device."""
-        if not call.args:
-            return False
-        for arg in call.args:
-            if arg.star:
-                return False
-            if arg.keyword is None:
-                if not self.ctx.is_dtype(arg.value):
-                    return False
-            elif arg.keyword.value not in ("dtype", "non_blocking", "copy", "memory_format"):
-                return False
-        return True
-
     def _climb(self) -> _Meeting:
         """From the current node up: through methods that keep it on the host,
         to the first place it meets another tensor (or is bound to a name)."""
@@ -201,7 +188,7 @@ class FactoryWithoutDevice(Rule):
                     other = self._resident_among([a.value for a in call.args])
                     if other is not None:
                         return _Meeting(True, other)
-                elif method not in _KEEPS_DEVICE and not (method == "to" and self._dtype_only(call)):
+                elif method not in _KEEPS_DEVICE and not (method == "to" and is_cast(self.ctx, call)):
                     return _NOTHING  # moved (`.to`, `.type_as`, `.cuda`) or left tensor land
                 child, i = call, i - 2
                 continue

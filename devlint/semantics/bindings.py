@@ -96,10 +96,10 @@ def assigned_values(ctx: "Context", name: cst.Name) -> list[Value]:
     scope_node, _ = _binding_scope(ctx, name.value)
     if scope_node is None:
         return []
-    scan = _scan(ctx, scope_node)
+    scanned = scan(ctx, scope_node)
     return [
         ctx.value_of(site.value)
-        for site in scan.sites.get(name.value, [])
+        for site in scanned.sites.get(name.value, [])
         if site.kind in ("assign", "annassign") and site.value is not None
     ]
 
@@ -111,13 +111,13 @@ def _in_effect(ctx: "Context", name: cst.Name) -> Optional[tuple[list[_Site], Op
     scope_node, innermost = _binding_scope(ctx, name.value)
     if scope_node is None:
         return None
-    scan = _scan(ctx, scope_node)
-    if scan.failed or name.value in scan.opaque:
+    scanned = scan(ctx, scope_node)
+    if scanned.failed or name.value in scanned.opaque:
         return None
-    sites = scan.sites.get(name.value, [])
+    sites = scanned.sites.get(name.value, [])
     if not sites:
         return None
-    use = scan.ticks.get(id(name))
+    use = scanned.ticks.get(id(name))
     if innermost and use is not None:
         before = [s for s in sites if s.time < use]
         if before:
@@ -191,7 +191,8 @@ def _agreed(ctx: "Context", sites: list[_Site]) -> Value:
 
 
 # -- scanning a scope ------------------------------------------------------
-def _scan(ctx: "Context", scope_node: cst.CSTNode) -> _Scan:
+def scan(ctx: "Context", scope_node: cst.CSTNode) -> _Scan:
+    """Every binding site of a scope (function, class or module), scanned once per file."""
     per_ctx = _cache.setdefault(ctx, {})
     found = per_ctx.get(id(scope_node))
     if found is None:

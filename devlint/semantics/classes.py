@@ -132,9 +132,13 @@ class AttributeFacts:
     assigned_in: list[tuple[str, cst.BaseExpression]] = field(default_factory=list)  # (method, value)
     read_in: set[str] = field(default_factory=set)  # methods that read it, beyond metadata
     moved: bool = False  # `self.x.to(...)`, `.cuda()`, `.type_as(...)`
-    passed: bool = False  # given as an argument to a call (`nn.ModuleList(self.x)`, `f(*self.x)`)
-    passed_to: list[tuple[cst.BaseExpression, str]] = field(default_factory=list)  # (callee, method)
+    # Given as an argument to a call (`nn.ModuleList(self.x)`, `f(*self.x)`): (callee, method).
+    passed_to: list[tuple[cst.BaseExpression, str]] = field(default_factory=list)
     registered: bool = False  # named in register_buffer / add_module / setattr, or made a Parameter
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.passed_to)
 
 
 @dataclass
@@ -197,9 +201,7 @@ def _scan_attributes(info: ClassInfo) -> ClassAttributes:
                             facts(attr_node.attr.value).registered = True
                 for arg in args:
                     if _is_self_attribute(arg.value):
-                        passed = facts(arg.value.attr.value)  # type: ignore[union-attr]
-                        passed.passed = True
-                        passed.passed_to.append((node.func, method_name))  # type: ignore[attr-defined]
+                        facts(arg.value.attr.value).passed_to.append((node.func, method_name))  # type: ignore[union-attr,attr-defined]
                 func = node.func  # type: ignore[attr-defined]
                 if type(func) is cst.Attribute and func.attr.value in _MOVING_ATTRS:
                     root = _chain_root(func.value)  # `self.x[:n].unsqueeze(0).to(device)`

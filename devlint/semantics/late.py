@@ -48,7 +48,7 @@ def late_value(ctx: "Context", name: str) -> Optional[Value]:
         return None
     for scope in ctx.scopes:
         if scope.kind == "function":
-            scan = bindings._scan(ctx, scope.node)
+            scan = bindings.scan(ctx, scope.node)
             if scan.failed or name in scan.sites or name in scan.opaque:
                 return None  # the function's own name (or one it cannot follow)
     value = ctx.value_of(value_expr)
@@ -60,7 +60,7 @@ def _module_sites(ctx: "Context") -> dict[str, cst.BaseExpression]:
     module = ctx.scopes[0].node if ctx.scopes else None
     if not isinstance(module, cst.Module):
         return {}
-    scan = bindings._scan(ctx, module)
+    scan = bindings.scan(ctx, module)
     if scan.failed:
         return {}
     # The blocks that run once, in order: the module's own, and its main block's.

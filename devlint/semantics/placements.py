@@ -31,6 +31,8 @@ _LOADERS = frozenset({"torch.load", "torch.jit.load"})
 LOADERS = _LOADERS  # calls that take a `map_location`
 # Tensor.cuda / Module.cuda take only these: anything else is another library's method.
 _ACCELERATOR_METHOD_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})
+# `Tensor.to` keywords that change no device.
+_CAST_KEYWORDS = frozenset({"dtype", "non_blocking", "copy", "memory_format"})
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,21 @@ def placement(ctx: "Context", call: cst.Call) -> Optional[Placement]:
         if arg is not None:
             return Placement(call, "device-kwarg", arg, ctx.device_of(arg))
     return None
+
+
+def is_cast(ctx: "Context", call: cst.Call) -> bool:
+    """`x.to(torch.int32)`, `x.to(dtype=torch.long)`: a cast that keeps the device."""
+    if not call.args:
+        return False
+    for arg in call.args:
+        if arg.star:
+            return False
+        if arg.keyword is None:
+            if not ctx.is_dtype(arg.value):
+                return False
+        elif arg.keyword.value not in _CAST_KEYWORDS:
+            return False
+    return True
 
 
 def _first(call: cst.Call) -> Optional[cst.BaseExpression]:
