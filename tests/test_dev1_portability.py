@@ -215,6 +215,22 @@ def test_amp_from_imports_and_switches():
     assert codes(src, "DEV107") == [(4, "DEV107"), (9, "DEV107")]
 
 
+def test_amp_message_names_the_spelling_used():
+    src = (
+        "import torch\nfrom torch.amp import GradScaler\n"
+        "with torch.amp.autocast('cuda'):\n    pass\n"
+        "with torch.autocast('cuda'):\n    pass\n"
+        "s = GradScaler('cuda')\n"
+    )
+    rules = [r for r in ALL if r.code == "DEV107"]
+    messages = [d.message for d in lint_source(src, "t.py", rules).diagnostics]
+    assert [m.split("`")[1] for m in messages] == [
+        'torch.amp.autocast("cuda")',
+        'torch.autocast("cuda")',
+        'torch.amp.GradScaler("cuda")',
+    ]
+
+
 def test_deprecated_flag_through_from_import():
     src = "import torch\nfrom torch import has_cuda\nif has_cuda:\n    pass\ntorch.has_cuda = False\n"
     assert codes(src, "DEV108") == [(3, "DEV108")]

@@ -86,7 +86,7 @@ class HardcodedAmpDevice(Rule):
         device = self.ctx.device_of(target) if target is not None else None
         if device is None or not device.hardcoded("cuda") or not _enabled_by_default(node):
             return
-        what = 'torch.autocast("cuda")' if qual.endswith("autocast") else 'torch.amp.GradScaler("cuda")'
+        what = f'{_public_name(qual)}("cuda")'
         self.report(node, self.message.format(what=what), condition=self.ctx.unguarded())
 
 
@@ -94,6 +94,14 @@ def _first(call: cst.Call) -> Optional[cst.BaseExpression]:
     if call.args and call.args[0].keyword is None and not call.args[0].star:
         return call.args[0].value
     return None
+
+
+def _public_name(qual: str) -> str:
+    """The spelling the author used, without the private submodule
+    (`torch.amp.autocast_mode.autocast` is `torch.amp.autocast`)."""
+    for private in (".autocast_mode.", ".grad_scaler."):
+        qual = qual.replace(private, ".")
+    return qual
 
 
 def _enabled_by_default(call: cst.Call) -> bool:
