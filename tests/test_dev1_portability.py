@@ -338,3 +338,17 @@ def test_a_late_module_name_does_not_reach_a_function_that_binds_it():
 def test_a_class_body_runs_before_the_late_assignment():
     src = 'import torch\n\nclass Config:\n    weights = torch.ones(1).to(DEVICE)\n\nDEVICE = "cuda"\n'
     assert codes(src) == []
+
+
+@pytest.mark.parametrize(
+    "name, guard",
+    [
+        ("use_amp", True), ("useAmp", True), ("is_mps_available", True), ("isMPS", True),
+        ("local_rank", True), ("half_precision", True), ("ngpu", True), ("use_cuda", True),
+        ("farthest_point_sample", False), ("upsample", False), ("clamp_min", False),
+        ("timestamps", False), ("rerank", False), ("ranking", False), ("sampler", False),
+    ],
+)
+def test_guard_words_are_whole_words_of_a_name(name, guard):
+    src = f"import torch\nif {name}:\n    x = torch.zeros(2).cuda()\n"
+    assert (codes(src, "DEV101") == []) is guard

@@ -179,6 +179,50 @@ def test_a_device_chosen_in_branches_may_be_the_accelerator():
     assert not answer["accelerated"]
 
 
+def test_a_configured_device_with_a_cpu_fallback_may_be_the_accelerator():
+    src = (
+        "def train(conf):\n"
+        "    name = conf['train']['device']\n"
+        "    if name.startswith('cuda') and not torch.cuda.is_available():\n        name = 'cpu'\n"
+        "    device = torch.device(name)\n"
+        "    model.to(device)\n"
+        "    for b in loader:\n        loss.backward()\n        probe()\n"
+    )
+    (answer,) = probe(src)
+    assert answer["accelerated"]
+    # Every assignment, through every name it is made from, is the host.
+    only_cpu = src.replace("conf['train']['device']", "'cpu'")
+    (answer,) = probe(only_cpu)
+    assert not answer["accelerated"]
+
+
+@pytest.mark.parametrize(
+    "body, targets",
+    [
+        ("loss.backward()", {"loss"}),
+        ("scaler.scale(loss).backward()", {"loss"}),
+        ("accelerator.backward(loss)", {"loss"}),
+        ("self.manual_backward(total)", {"total"}),
+        ("torch.autograd.backward(loss)", {"loss"}),
+        ("(a + b).backward()", set()),
+        ("helper.backward(loss)", set()),
+    ],
+)
+def test_what_a_loop_differentiates(body, targets):
+    class Targets(Rule):
+        code = "DEV998"
+        name = "targets"
+        message = "targets"
+        found: ClassVar[list] = []
+
+        def visit_For(self, node: cst.For) -> None:
+            Targets.found.append(loops.backward_targets(self.ctx, node))
+
+    Targets.found = []
+    lint_source(f"import torch\nfor b in loader:\n    {body}\n", "t.py", [Targets])
+    assert Targets.found == [frozenset(targets)]
+
+
 # -- DataLoader workers ---------------------------------------------------------
 def test_dataset_worker_methods_through_aliases_and_local_bases():
     src = (
@@ -289,3 +333,20 @@ def test_a_dataset_only_loaded_without_workers_runs_in_the_main_process():
     for tail, worker in cases:
         (answer,) = probe(head + tail + "\n")
         assert answer["worker"] is worker, tail
+
+
+def test_a_differentiated_name_is_read_as_a_tensor_until_rebound_to_a_host_value():
+    rule = registry.by_code()["DEV501"]
+    src = (
+        "import torch\n"
+        "model.to('cuda')\n"
+        "for b in loader:\n"
+        "    loss = compute(b)\n"
+        "    loss.backward()\n"
+        "    print(loss)\n"
+    )
+    lines = [d.start.row for d in lint_source(src, "t.py", [rule]).diagnostics]
+    assert lines == [6]
+    # The `.item()` is the read; the print that follows prints a float.
+    rebound = src.replace("    print(loss)\n", "    loss = loss.item()\n    print(loss)\n")
+    assert [d.start.row for d in lint_source(rebound, "t.py", [rule]).diagnostics] == [6]

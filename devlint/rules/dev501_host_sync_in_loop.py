@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..claims import Claim
 from ..rule import Rule
-from ..semantics import loops, residence, torchapi
+from ..semantics import bindings, loops, residence, torchapi
 from ..semantics.names import dotted
 from ..semantics.values import Kind
 
@@ -161,7 +161,37 @@ class HostSyncInLoop(Rule):
         device = residence.data_device(self.ctx, expr)
         if device is not None:
             return residence.may_be_accelerator(device)
-        return lenient or self._tensor_like(expr)
+        return lenient or self._tensor_like(expr) or self._differentiated(expr)
+
+    def _differentiated(self, expr: cst.BaseExpression) -> bool:
+        """`loss`, `loss.data` or `loss.detach()`, where the loop calls `loss.backward()`:
+        a tensor, whatever it came from. Not once the loop rebinds the name to
+        a host value (`loss = loss.item()`)."""
+        while True:  # `loss.detach().cpu()`, `loss.data`
+            if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+                if expr.func.attr.value not in torchapi.TENSOR_RETURNING_METHODS:
+                    return False
+                expr = expr.func.value
+            elif isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+                expr = expr.value
+            else:
+                break
+        if not isinstance(expr, cst.Name) or self.ctx.value_of(expr).kind is not Kind.UNKNOWN:
+            return False
+        loop = loops.training_loop(self.ctx)
+        if loop is None or expr.value not in loops.backward_targets(self.ctx, loop):
+            return False
+        return not any(self._is_host_value(v) for v in bindings.assigned_expressions(self.ctx, expr))
+
+    def _is_host_value(self, expr: cst.BaseExpression) -> bool:
+        """`x.item()`, `float(x)`, `x.cpu().numpy()`, a literal: a value on the host."""
+        if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString)):
+            return True
+        if not isinstance(expr, cst.Call):
+            return False
+        if self._is_sync_call(expr):
+            return True
+        return isinstance(expr.func, cst.Name) and expr.func.value in ("float", "int", "round", "sum", "len")
 
     def _tensor_like(self, expr: cst.BaseExpression) -> bool:
         """A tensor or module output, or a tensor method's result, an item or a

@@ -89,19 +89,24 @@ def certain_source(ctx: "Context", name: cst.Name) -> Optional[cst.BaseExpressio
     return last.value if last is not None and last.kind in ("assign", "annassign") else None
 
 
-def assigned_values(ctx: "Context", name: cst.Name) -> list[Value]:
-    """What each plain assignment of `name` in its scope gives, wherever it is:
-    after `if args.cuda: device = torch.device("cuda") else: device = "cpu"`
-    both, whichever the walk holds now."""
+def assigned_expressions(ctx: "Context", name: cst.Name) -> list[cst.BaseExpression]:
+    """The right-hand side of each plain assignment of `name` in its scope,
+    wherever it is: after `if args.cuda: device = torch.device("cuda") else:
+    device = "cpu"` both, whichever the walk holds now."""
     scope_node, _ = _binding_scope(ctx, name.value)
     if scope_node is None:
         return []
     scanned = scan(ctx, scope_node)
     return [
-        ctx.value_of(site.value)
+        site.value
         for site in scanned.sites.get(name.value, [])
         if site.kind in ("assign", "annassign") and site.value is not None
     ]
+
+
+def assigned_values(ctx: "Context", name: cst.Name) -> list[Value]:
+    """What each plain assignment of `name` in its scope gives."""
+    return [ctx.value_of(value) for value in assigned_expressions(ctx, name)]
 
 
 def _in_effect(ctx: "Context", name: cst.Name) -> Optional[tuple[list[_Site], Optional[_Site]]]:

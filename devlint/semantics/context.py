@@ -378,6 +378,12 @@ class Context:
                 kw = keyword(call, "device")
                 if kw is None and qual in torchapi.FACTORIES and residence.makes_on_default_device(call, qual):
                     return Value(Kind.TENSOR, residence.HOST_DEFAULT)
+                if kw is None and qual in torchapi.TENSOR_FUNCTIONS and qual not in torchapi.FACTORIES:
+                    # `torch.mean(x)`, `F.softmax(x, -1)`: computed where x lives.
+                    first = call.args[0] if call.args else None
+                    if first is not None and first.keyword is None and not first.star:
+                        data = self.value_of(first.value)
+                        return Value(Kind.TENSOR, data.device if data.is_tensor else None)
                 return Value(Kind.TENSOR, self.device_of(kw) if kw is not None else None)
             if qual == "torch.Generator":
                 return Value(Kind.GENERATOR, self._generator_device(call))
@@ -396,6 +402,10 @@ class Context:
                 return Value(Kind.MODULE if cls.is_module else Kind.OBJECT, cls=cls.name)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
+            if method == "type":
+                cast = residence.legacy_type_device(self, call)
+                if cast is not None:  # `x.type(torch.FloatTensor)`: a tensor, whatever x was
+                    return Value(Kind.TENSOR, cast)
             receiver = self.value_of(func.value)
             if (receiver.is_tensor or receiver.kind is Kind.MODULE_OUTPUT) and method in torchapi.TENSOR_RETURNING_METHODS:
                 return Value(Kind.TENSOR, self._moved_device(call, method, receiver.device))
@@ -414,6 +424,8 @@ class Context:
             return Device(method, literal=True)
         if method == "cpu":
             return Device("cpu", literal=True)
+        if method == "type":
+            return residence.legacy_type_device(self, call) or before
         if method == "to":
             target = keyword(call, "device") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
             if target is not None:

@@ -27,9 +27,10 @@ from .tree import children
 if TYPE_CHECKING:
     from .context import Context
 
+# Calls that never return. A warning is no exit: the code after it still runs.
 _EXIT_CALLS = frozenset(
-    "sys.exit exit quit os._exit pytest.skip pytest.fail self.skipTest unittest.skip "
-    "warnings.warn logger.warning logging.warning".split()
+    "sys.exit exit quit os._exit os.abort pytest.skip pytest.fail pytest.exit self.skipTest self.fail "
+    "unittest.skip ctx.fail ctx.abort".split()
 )
 _BROAD_EXCEPTIONS = frozenset(
     {"Exception", "BaseException", "RuntimeError", "AssertionError", "AttributeError",
@@ -144,9 +145,15 @@ def exits(body: cst.BaseSuite) -> bool:
                 return True
             if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
                 name = dotted(s.value.func) or ""
-                if name in _EXIT_CALLS or name.endswith(("skipTest", ".skip", "exit")):
+                if name in _EXIT_CALLS or name.endswith(("skipTest", ".skip", "exit")) or _parser_error(name):
                     return True
     return False
+
+
+def _parser_error(name: str) -> bool:
+    """`parser.error(...)`: argparse prints the message and exits."""
+    receiver, _, method = name.rpartition(".")
+    return method == "error" and receiver.rsplit(".", 1)[-1].endswith("parser")
 
 
 def is_early_exit(ctx: "Context", node: cst.CSTNode, kind: GuardKind = AVAILABILITY) -> bool:

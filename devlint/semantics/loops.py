@@ -140,6 +140,52 @@ def _trains_call(ctx: "Context", call: cst.Call) -> bool:
     return False
 
 
+def backward_targets(ctx: "Context", loop: Loop) -> frozenset[str]:
+    """The names the loop's body differentiates: `loss` in `loss.backward()`,
+    `scaler.scale(loss).backward()`, `accelerator.backward(loss)`,
+    `self.manual_backward(loss)`, `torch.autograd.backward(loss)`. Whatever
+    its source (`outputs.loss` of a model loaded from a hub), it is a tensor."""
+    cache: dict[int, frozenset[str]] = ctx.__dict__.setdefault("_loops_backward", {})
+    key = id(loop)
+    if key not in cache:
+        names: set[str] = set()
+        stack: list[cst.CSTNode] = [loop.body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _STOP):
+                continue
+            if isinstance(node, cst.Call):
+                target = _differentiated(ctx, node)
+                if isinstance(target, cst.Name):
+                    names.add(target.value)
+            stack.extend(children(node))
+        cache[key] = frozenset(names)
+    return cache[key]
+
+
+def _differentiated(ctx: "Context", call: cst.Call) -> Optional[cst.BaseExpression]:
+    func = call.func
+    first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    if ctx.qualify(func) == "torch.autograd.backward" or (
+        isinstance(func, cst.Attribute) and func.attr.value in ("backward", "manual_backward") and _is_trainer(func.value)
+    ):
+        return first  # accelerator.backward(loss), self.manual_backward(loss)
+    if isinstance(func, cst.Attribute) and func.attr.value == "backward" and not call.args:
+        receiver = func.value
+        # scaler.scale(loss).backward()
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale":
+            inner = receiver.args[0].value if len(receiver.args) == 1 and receiver.args[0].keyword is None else None
+            return inner
+        return receiver
+    return None
+
+
+def _is_trainer(expr: cst.BaseExpression) -> bool:
+    """`self`, `accelerator`, `fabric`, `self.accelerator`: what takes the loss as an argument."""
+    name = dotted(expr)
+    return name is not None and name.rsplit(".", 1)[-1] in ("self", "accelerator", "fabric", "engine", "trainer")
+
+
 def is_optimizer(ctx: "Context", expr: cst.BaseExpression) -> bool:
     """An optimizer, by what built it or by its name."""
     if ctx.value_of(expr).kind is Kind.OPTIMIZER:
@@ -181,6 +227,45 @@ def _scope_of(ctx: "Context", loop: Loop) -> cst.CSTNode:
     return stack[0]
 
 
+def _may_be_assigned_accelerator(ctx: "Context", name: cst.Name, depth: int = 0) -> bool:
+    """`name` holds the CPU where the walk is, but may another of its
+    assignments give an accelerator? Directly (`device = "cuda"` in the other
+    branch), or through the name it was made from: `device_str =
+    conf["device"]`, then `if not torch.cuda.is_available(): device_str =
+    "cpu"`, then `device = torch.device(device_str)` — the configured device is
+    chosen at run time, so it may be a GPU."""
+    from . import residence
+
+    for expr in bindings.assigned_expressions(ctx, name):
+        value = ctx.value_of(expr)
+        if residence.may_be_accelerator(value.device):
+            return True
+        source = _device_source(expr)
+        if source is not None:
+            if depth < 3 and _may_be_assigned_accelerator(ctx, source, depth + 1):
+                return True
+        elif depth > 0 and value.kind is Kind.UNKNOWN and _chosen_at_run_time(expr):
+            return True
+    return False
+
+
+def _device_source(expr: cst.BaseExpression) -> Optional[cst.Name]:
+    """The name a device is made from: `other`, `torch.device(other)`, `str(other)`."""
+    if isinstance(expr, cst.Name):
+        return None if expr.value in ("None", "True", "False") else expr
+    if isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None:
+        callee = dotted(expr.func)
+        if callee in ("torch.device", "device", "str") and isinstance(expr.args[0].value, cst.Name):
+            return _device_source(expr.args[0].value)
+    return None
+
+
+def _chosen_at_run_time(expr: cst.BaseExpression) -> bool:
+    """`conf["device"]`, `args.device`, `get_device()`, `os.environ[...]`: a
+    value read from configuration, not a literal of the code."""
+    return isinstance(expr, (cst.Subscript, cst.Attribute, cst.Call))
+
+
 def _places_on_accelerator(ctx: "Context", call: cst.Call) -> bool:
     from . import residence
     from .placements import placement  # placements imports the context
@@ -191,9 +276,7 @@ def _places_on_accelerator(ctx: "Context", call: cst.Call) -> bool:
             if residence.may_be_accelerator(found.device):
                 return True
             # `device` holds the CPU here, but another branch may assign the GPU.
-            return isinstance(found.target, cst.Name) and any(
-                residence.may_be_accelerator(v.device) for v in bindings.assigned_values(ctx, found.target)
-            )
+            return isinstance(found.target, cst.Name) and _may_be_assigned_accelerator(ctx, found.target)
         return residence.target_may_be_accelerator(ctx, found.target)
     name = dotted(call.func)
     return name is not None and "." in name and bool(_PLACING_LIBRARY_CALLS.search(name)) and (

@@ -151,16 +151,48 @@ def data_device(ctx: "Context", expr: cst.BaseExpression) -> Optional[Device]:
         method = expr.func.attr.value
         if method in _ACCELERATOR_METHODS:  # `batch.cuda()`, whatever `batch` was
             return Device(method)
+        if method == "type":
+            cast = legacy_type_device(ctx, expr)
+            if cast is not None:  # `x.type(torch.FloatTensor)`: a copy on the host
+                return cast
         if method == "to" and not value.is_tensor:
             target = _to_target(expr)
             if target is not None and target_may_be_accelerator(ctx, target):
                 return Device()
         if method in torchapi.TENSOR_RETURNING_METHODS and method not in torchapi.MOVE_METHODS:
             return data_device(ctx, expr.func.value)
+    if isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
+        # `torch.mean(x)`, `F.softmax(x, -1)`: computed where their input lives.
+        qual = ctx.qualify(expr.func)
+        if qual in torchapi.TENSOR_FUNCTIONS and qual not in torchapi.FACTORIES and _keyword(expr, "device") is None:
+            return data_device(ctx, expr.args[0].value)
+    return None
+
+
+def legacy_type_device(ctx: "Context", call: cst.Call) -> Optional[Device]:
+    """Where `x.type(torch.FloatTensor)` / `x.type('torch.cuda.FloatTensor')` puts
+    x's data: the legacy type names the device. None for a dtype or anything else."""
+    arg = call.args[0].value if call.args and call.args[0].keyword is None else _keyword(call, "dtype")
+    if arg is None:
+        return None
+    if isinstance(arg, cst.SimpleString):
+        name: Optional[str] = arg.evaluated_value if isinstance(arg.evaluated_value, str) else None
+    else:
+        name = ctx.qualify(arg)
+    if name is None or name == "torch.Tensor":
+        return None
+    if name in torchapi.LEGACY_CPU_CONSTRUCTORS:
+        return Device("cpu", literal=True)
+    if name in torchapi.LEGACY_CUDA_TENSOR_TYPES:
+        return Device("cuda", literal=True)
     return None
 
 
 _ACCELERATOR_METHODS = frozenset({"cuda", "mps", "xpu"})
+
+
+def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
 
 def _to_target(call: cst.Call) -> Optional[cst.BaseExpression]:

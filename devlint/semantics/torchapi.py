@@ -138,9 +138,27 @@ DEVICE_STRING = re.compile(r"^(?P<type>[a-z_]+)(?::(?P<index>\d+))?$")
 # first: a condition that mentions one is treated as a guard.
 # `sys.platform` / `platform.system()` / `is_macos`: a platform check is how code
 # tells Apple silicon (MPS) apart.
-GUARD_WORDS = re.compile(
-    r"cuda|gpu|mps|xpu|accel|available|device|distributed|rank|world_size|half|fp16|amp|cudnn|platform|darwin|macos",
-    re.I,
+class NameWords:
+    """Words that mark an identifier: `substrings` match anywhere in it
+    (`ngpu`, `use_cuda`, `isCudaBuild`); `tokens` only as a whole word of it,
+    split at `_`, digits and camelCase (`use_amp`, `isMPS`, `local_rank`) —
+    `sample`, `timestamps`, `ranking` and `rerank` are no such word."""
+
+    def __init__(self, substrings: str, tokens: str) -> None:
+        self._substrings = re.compile(substrings, re.I)
+        self._tokens = frozenset(tokens.split())
+
+    def search(self, word: str) -> bool:
+        if self._substrings.search(word):
+            return True
+        return any(token.lower() in self._tokens for token in _WORD_TOKEN.findall(word))
+
+
+_WORD_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+GUARD_WORDS = NameWords(
+    r"cuda|gpu|xpu|accel|available|device|distributed|world_size|fp16|cudnn|platform|darwin|macos",
+    "mps amp half rank ranks nrank nranks",
 )
 
 # Tensor properties that name its device type: `t.is_cuda`, never `t.is_cuda()`.
@@ -169,10 +187,10 @@ DEVICE_COUNT_PROBES = frozenset(
 # Identifiers that, in a condition or a decorator, almost always mean "are there
 # enough GPUs?" (`if n_gpu > 1:`, `@require_torch_multi_gpu`, `RunIf(min_cuda_gpus=2)`).
 # A rank/world size also ties an ordinal to the processes actually launched.
-COUNT_WORDS = re.compile(
+COUNT_WORDS = NameWords(
     r"device_count|n_?gpus?\b|num_?gpus|gpus?_?count|ngpus?|multi_?gpu|multi_?accelerator|min_\w*gpus"
-    r"|num_devices|n_devices|world_size|rank|^gpus$|gpu_ids|^devices$",
-    re.I,
+    r"|num_devices|n_devices|world_size|^gpus$|gpu_ids|^devices$",
+    "rank ranks nrank nranks",
 )
 
 # Boolean probes that are easy to leave uncalled (`if torch.cuda.is_available:`):
