@@ -352,3 +352,50 @@ def test_a_class_body_runs_before_the_late_assignment():
 def test_guard_words_are_whole_words_of_a_name(name, guard):
     src = f"import torch\nif {name}:\n    x = torch.zeros(2).cuda()\n"
     assert (codes(src, "DEV101") == []) is guard
+
+
+def test_an_argparse_error_exits_and_a_warning_does_not():
+    exits = (
+        "import argparse, torch\nparser = argparse.ArgumentParser()\n"
+        "if not torch.cuda.is_available():\n    parser.error('this evaluation needs CUDA')\n"
+        "model = torch.nn.Linear(2, 2).cuda()\n"
+    )
+    assert codes(exits, "DEV101") == []
+    warns = exits.replace("parser.error('this evaluation needs CUDA')", "warnings.warn('no GPU: slow')")
+    assert codes(warns, "DEV101") == [(5, "DEV101")]
+
+
+def test_a_map_location_lambda_runs_in_its_load_and_other_lambdas_run_elsewhere():
+    src = (
+        "import torch\n"
+        "ckpt = torch.load('x.pt', map_location=lambda storage, loc: storage.cuda())\n"
+        "to_gpu = lambda t: t.cuda()\n"
+        "if torch.cuda.is_available():\n"
+        "    ckpt = torch.load('x.pt', map_location=lambda storage, loc: storage.cuda())\n"
+    )
+    assert codes(src, "DEV101") == [(2, "DEV101")]
+    assert fixed(src) == src  # a storage's `.to()` takes no positional device
+
+
+def test_reading_back_what_the_function_saved_is_a_round_trip():
+    src = (
+        "import torch\n"
+        "def train(model, path):\n"
+        "    torch.save(model, path)\n"
+        "    again = torch.load(path)\n"
+        "    other = torch.load(path + '.bak')\n"
+        "    cuda = torch.load(path, map_location='cuda')\n"
+        "def evaluate(path):\n"
+        "    return torch.load(path)\n"
+    )
+    assert codes(src, "DEV103") == [(5, "DEV103"), (6, "DEV103"), (8, "DEV103")]
+
+
+def test_a_round_trip_through_file_objects_compares_the_paths_opened():
+    src = (
+        "import torch\n"
+        "with open(args.save, 'wb') as f:\n    torch.save(model, f)\n"
+        "with open(args.save, 'rb') as f:\n    model = torch.load(f)\n"
+        "with open(args.pretrained, 'rb') as f:\n    model = torch.load(f)\n"
+    )
+    assert codes(src, "DEV103") == [(7, "DEV103")]

@@ -132,6 +132,14 @@ def test_a_function_defined_in_a_training_loop_is_not_the_loop():
         ("not args.fp16", False),
         ("scaler is not None", False),
         ("accelerator.is_main_process", False),
+        # Picking a process holds on every step of that process.
+        ("rank == 0", False),
+        ("args.local_rank in [-1, 0]", False),
+        ("dist.get_rank() == 0", False),
+        ("is_main_process()", False),
+        ("rank == 0 and step % 10 == 0", True),
+        ("rank == world_size", True),
+        ("get_rank(loss) == 0", True),
     ],
 )
 def test_conditions_that_skip_steps(condition, periodic):

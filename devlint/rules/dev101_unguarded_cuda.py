@@ -26,11 +26,16 @@ class UnguardedCuda(Rule):
     '_cuda_setDevice'`).
 
     Guards come in many shapes and all silence the rule: `if`, an early
-    `return`/`raise`/`sys.exit` under `if not ...`, `assert`, a conditional
-    expression, a flag assigned from `is_available()`, `device.type == "cuda"`,
-    skip decorators, a `device` the caller supplies, and
-    `torch.accelerator.is_available()`. A flag whose default is True
-    (`use_gpu=True`, an argparse `--cuda` with `default=True`) is not a guard.
+    `return`/`raise`/`sys.exit`/`parser.error(...)` under `if not ...`,
+    `assert`, a conditional expression, a flag assigned from
+    `is_available()`, a name that says so (`use_cuda`, `args.gpu`, `use_amp`),
+    `device.type == "cuda"`, skip decorators, a `device` the caller
+    supplies, and `torch.accelerator.is_available()`. A flag whose default is
+    True (`use_gpu=True`, an argparse `--cuda` with `default=True`) is not a
+    guard; nor is a warning under `if not ...` (the code after it still
+    runs), nor a name that only contains such a word (`sample` is not `amp`,
+    `timestamps` is not `mps`). A `map_location=lambda storage, loc:
+    storage.cuda()` runs inside its `torch.load`, and is flagged there.
 
     ## Example
     ```python
@@ -60,11 +65,13 @@ class UnguardedCuda(Rule):
         backends=("no-accel",),
         summary="AssertionError: Torch not compiled with CUDA enabled / RuntimeError: Found no NVIDIA driver",
         # A CPU-only build has no CUDA bindings at all: `torch.cuda.set_device`
-        # fails there with AttributeError on `torch._C._cuda_setDevice`.
-        raises="AssertionError|RuntimeError|AttributeError",
+        # fails there with AttributeError on `torch._C._cuda_setDevice`, and a
+        # storage's `.cuda()` with a TypeError on the device index it never got.
+        raises="AssertionError|RuntimeError|AttributeError|TypeError",
         match=(
             r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
             r"|no CUDA-capable device|has no attribute '_cuda_setDevice'"
+            r"|'<' not supported between instances of 'NoneType' and 'int'"
             r"|Attempting to deserialize object on a CUDA device"
         ),
     )
@@ -83,6 +90,10 @@ class UnguardedCuda(Rule):
         choice = cst.parse_expression(f'"cuda" if {torch}.cuda.is_available() else "cpu"')
         func = found.call.func
         if found.target is None and isinstance(func, cst.Attribute) and not found.call.args:
+            if any(isinstance(n, cst.Lambda) for n in self.ctx.stack):
+                # `map_location=lambda storage, loc: storage.cuda()`: a storage's
+                # `.to()` takes no positional device; the author picks the fix.
+                return None
             # x.cuda() -> x.to("cuda" if torch.cuda.is_available() else "cpu")
             new = found.call.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(choice)])
             return self.fix("Fall back to the CPU when CUDA is unavailable", [(found.call, new)])

@@ -29,7 +29,9 @@ class LoadWithoutMapLocation(Rule):
     positional map location, `**kwargs` and a load under a CUDA guard are
     not flagged; nor is an in-memory round trip: loading an `io.BytesIO` in
     a file whose own `torch.save` writes into one (a broadcast, results sent
-    back by a worker process). Bytes from elsewhere — a file, a network
+    back by a worker process), or reading back the path the same function
+    just saved to (`torch.save(model, path)`, then `torch.load(path)`): this
+    run wrote it, on this machine. Bytes from elsewhere — a file, a network
     response — are still checkpoints from another machine.
 
     ## Example
@@ -67,6 +69,16 @@ class LoadWithoutMapLocation(Rule):
         super().__init__(ctx, sink)
         self._buffers: dict[int, set[str]] = {}  # per scope: names bound to an io.BytesIO
         self._saves_to_memory = False  # the file torch.saves into an in-memory buffer
+        self._saved: dict[int, set[str]] = {}  # per scope: the paths torch.save wrote so far
+        self._opened: dict[int, dict[str, str]] = {}  # per scope: `with open(path) as f`, f -> path
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        call, target = node.item, node.asname.name if node.asname else None
+        if (
+            isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "open"
+            and isinstance(target, cst.Name) and call.args and call.args[0].keyword is None
+        ):
+            self._opened.setdefault(id(self.ctx.scopes[-1].node), {})[target.value] = _source(call.args[0].value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         names = self._buffers.setdefault(id(self.ctx.scopes[-1].node), set())
@@ -80,8 +92,11 @@ class LoadWithoutMapLocation(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         qual = self.ctx.qualify(node.func)
         if qual == "torch.save":
-            if self._in_memory(_argument(node, 1, "f")):
+            target = _argument(node, 1, "f")
+            if self._in_memory(target):
                 self._saves_to_memory = True
+            elif target is not None:
+                self._saved.setdefault(id(self.ctx.scopes[-1].node), set()).add(self._path(target))
             return
         if qual not in LOADERS or any(arg.star for arg in node.args):
             return
@@ -95,11 +110,23 @@ class LoadWithoutMapLocation(Rule):
             # from another machine.
             condition = lambda: not self._saves_to_memory and unguarded()  # noqa: E731
         if where is None or (isinstance(where, cst.Name) and where.value == "None"):
+            source = _argument(node, 0, "f")
+            if source is not None and self._path(source) in self._saved.get(id(self.ctx.scopes[-1].node), ()):
+                return  # what this run just saved, on this machine: a round trip
             self.report(node, self.message.format(func=func), fix=self._fix(node, where), condition=condition)
             return
         device = self.ctx.device_of(where)
         if device is not None and device.hardcoded("cuda"):
             self.report(node, self.literal_message.format(func=func), condition=unguarded)
+
+    def _path(self, expr: cst.BaseExpression) -> str:
+        """The path a save or load names: its text, or for a file object from
+        `with open(path) as f`, the text of `path`."""
+        if isinstance(expr, cst.Name):
+            opened = self._opened.get(id(self.ctx.scopes[-1].node), {})
+            if expr.value in opened:
+                return opened[expr.value]
+        return _source(expr)
 
     def _is_buffer_call(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.Call) and self.ctx.qualify(expr.func) == "io.BytesIO"
@@ -135,6 +162,11 @@ class LoadWithoutMapLocation(Rule):
         if value.device.literal and value.device.is_accelerator:
             return None  # a hardcoded accelerator is the problem, not the answer
         return "device"
+
+
+def _source(expr: cst.BaseExpression) -> str:
+    """A path expression as written (`ckpt_path`, `"model.pt"`, `os.path.join(d, "m.pt")`)."""
+    return cst.Module([]).code_for_node(expr)
 
 
 def _argument(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:

@@ -40,8 +40,10 @@ class GeneratorDeviceMismatch(Rule):
     So a generator on the accelerator is right once the default device is
     the accelerator (`torch.set_default_device("cuda")`, or the legacy
     `torch.set_default_tensor_type(torch.cuda.FloatTensor)`), and is not
-    flagged then. A generator on a device the caller passes in may be on the
-    CPU and is not flagged either.
+    flagged then — for a generator made in a function, wherever the file
+    sets it, since a main block at the bottom runs before the functions it
+    calls. A generator on a device the caller
+    passes in may be on the CPU and is not flagged either.
 
     ## Example
     ```python
@@ -83,7 +85,13 @@ class GeneratorDeviceMismatch(Rule):
             # With the default device on the accelerator, an accelerator generator
             # is what shuffling needs (the usual workaround), not the bug.
             if self._on_accelerator(generator) and self.ctx.events.default_device_call is None:
-                self.report(node)
+                if not any(isinstance(n, cst.FunctionDef) for n in self.ctx.stack):
+                    self.report(node)  # module level: the text's order is the run's
+                    return
+                # In a function, judged once the whole file is read: the main block
+                # at the bottom may set the default device before calling it.
+                events = self.ctx.events
+                self.report(node, condition=lambda: events.default_device_call is None)
             return
         if self.ctx.events.default_device_call is None:
             return

@@ -45,7 +45,10 @@ class HostSyncInLoop(Rule):
     `self.assertEqual(...)`), and not under a condition that may skip steps:
     a comparison, a `%`, a call, or a flag named for logging (`if verbose:`).
     A flag that holds on every step alike (`if use_amp:`) is no such
-    condition.
+    condition, and neither is picking the main process (`if rank == 0:`,
+    `if args.local_rank in [-1, 0]:`, `if is_main_process():`): that process
+    reads on every one of its steps. What the loop calls `.backward()` on is
+    a tensor, whatever made it (a helper, a hub model's `outputs.loss`).
 
     ## Example
     ```python

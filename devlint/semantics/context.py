@@ -388,6 +388,10 @@ class Context:
             if qual == "torch.Generator":
                 return Value(Kind.GENERATOR, self._generator_device(call))
             if torchapi.is_module_constructor(qual):
+                if qual in torchapi.DATA_PARALLEL and call.args and call.args[0].keyword is None:
+                    # `DataParallel(model)` holds the module where it already is.
+                    inner = self.value_of(call.args[0].value)
+                    return Value(Kind.MODULE, inner.device if inner.is_module else None, cls=qual)
                 return Value(Kind.MODULE, cls=qual)
             if optimizers.is_optimizer_class(qual):  # not `torch.optim.lr_scheduler.StepLR`
                 return Value(Kind.OPTIMIZER)

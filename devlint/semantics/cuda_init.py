@@ -60,6 +60,13 @@ INITIALIZING_FUNCTIONS = LAZY_INIT_FUNCTIONS | {"torch.cuda.is_available", "torc
 # Calls that start other processes, by qualified name prefix / exact name.
 _SPAWN_PREFIXES = ("subprocess.", "multiprocessing.", "torch.multiprocessing.", "torch.distributed.run",
                    "torch.distributed.launcher", "torch.distributed.elastic", "concurrent.futures.")
+# ... but not their set-up and queries, which start nothing.
+_SETUP_NAMES = frozenset(
+    {"set_start_method", "get_start_method", "get_all_start_methods", "get_context", "freeze_support",
+     "cpu_count", "set_sharing_strategy", "get_sharing_strategy", "set_executable", "current_process",
+     "active_children", "parent_process", "get_logger", "log_to_stderr", "Queue", "SimpleQueue",
+     "Event", "Lock", "RLock", "Manager", "Value", "Array", "Pipe", "Barrier", "Semaphore", "Condition"}
+)
 _SPAWN_CALLS = frozenset({"os.system", "os.popen", "os.fork", "os.posix_spawn", "os.posix_spawnp"})
 _SPAWN_PREFIX_CALLS = ("os.exec", "os.spawn")
 # ... and, when not resolvable through imports, by their last dotted component.
@@ -121,6 +128,8 @@ def launches_processes(ctx: "Context", scope: cst.CSTNode) -> bool:
 def _is_spawn(ctx: "Context", func: cst.BaseExpression) -> bool:
     qual = ctx.qualify(func)
     if qual is not None:
+        if qual.rsplit(".", 1)[-1] in _SETUP_NAMES:
+            return False
         if qual.startswith(_SPAWN_PREFIXES) or qual in _SPAWN_CALLS or qual.startswith(_SPAWN_PREFIX_CALLS):
             return True
     name = dotted(func)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from . import bindings, optimizers, residence
+from . import bindings, optimizers, residence, torchapi
 from .names import dotted
 from .tree import children
 
@@ -66,7 +66,7 @@ class EventLog:
             method = func.attr.value
             if method in ("to", "cuda", "xpu", "mps"):
                 found = placement(ctx, call)
-                owner = dotted(func.value)
+                owner = dotted(_unwrapped(ctx, func.value))
                 if found is not None and found.how == "method" and owner is not None:
                     accel = (
                         residence.may_be_accelerator(found.device)
@@ -148,6 +148,18 @@ class EventLog:
     def _all(self, scope: cst.CSTNode) -> list:
         found = self._scopes.get(id(scope))
         return [*found.moves, *found.optimizers] if found else []
+
+
+def _unwrapped(ctx: "Context", receiver: cst.BaseExpression) -> cst.BaseExpression:
+    """`nn.DataParallel(model).cuda()` moves `model`: the wrapper holds it."""
+    if (
+        isinstance(receiver, cst.Call)
+        and receiver.args
+        and receiver.args[0].keyword is None
+        and ctx.qualify(receiver.func) in torchapi.DATA_PARALLEL
+    ):
+        return receiver.args[0].value
+    return receiver
 
 
 def _placed_when_bound(ctx: "Context", name: cst.Name) -> bool:

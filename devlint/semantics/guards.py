@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -232,9 +232,21 @@ def is_guarded(
             if child is not node.for_in and any(kind.mentions(ctx, c.test) for c in _comp_ifs(node.for_in)):
                 return True
         elif isinstance(node, cst.Lambda):
-            # A lambda runs where it is called; it is usually handed to a guarded caller.
-            return True
+            # A lambda runs where it is called; it is usually handed to a guarded
+            # caller. A `map_location=lambda storage, loc: storage.cuda()` runs
+            # inside its `torch.load`, right here.
+            if not _runs_in_load(ctx, chain, i):
+                return True
     return False
+
+
+def _runs_in_load(ctx: "Context", chain: Sequence[cst.CSTNode], i: int) -> bool:
+    """Is `chain[i]` (a lambda) the map location of a `torch.load` call?"""
+    if i < 2 or not isinstance(chain[i - 1], cst.Arg) or not isinstance(chain[i - 2], cst.Call):
+        return False
+    from .placements import LOADERS  # placements imports the context, which imports this
+
+    return ctx.qualify(chain[i - 2].func) in LOADERS
 
 
 def _comp_ifs(comp: cst.CompFor) -> Iterator[cst.CompIf]:

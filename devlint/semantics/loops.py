@@ -96,6 +96,8 @@ def _every_step(ctx: "Context", test: cst.BaseExpression) -> bool:
         return _every_step(ctx, test.expression)
     if isinstance(test, cst.BooleanOperation):
         return _every_step(ctx, test.left) and _every_step(ctx, test.right)
+    if _main_process(test):
+        return True
     if isinstance(test, cst.Comparison):
         # `scaler is not None`
         return all(
@@ -109,6 +111,37 @@ def _every_step(ctx: "Context", test: cst.BaseExpression) -> bool:
             return False
         return not ctx.value_of(test).is_tensor
     return False
+
+
+# `is_main_process()`, `dist.get_rank()`, `args.local_rank`: which process this is.
+_PROCESS_WORDS = re.compile(r"(^|_)(rank|local_rank|global_rank|main_process|local_main_process|master|rank_zero)$", re.I)
+
+
+def _main_process(test: cst.BaseExpression) -> bool:
+    """`rank == 0`, `args.local_rank in [-1, 0]`, `dist.get_rank() == 0`,
+    `is_main_process()`: it picks a process, and holds on every one of its
+    steps (the main process logs every step)."""
+    if isinstance(test, cst.Call):
+        name = dotted(test.func)
+        return name is not None and not test.args and bool(_PROCESS_WORDS.search(name.rsplit(".", 1)[-1].removeprefix("is_")))
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    left, comparator = test.left, test.comparisons[0].comparator
+    if isinstance(left, cst.Call) and not left.args:
+        left = left.func  # `dist.get_rank() == 0`
+    name = dotted(left)
+    if name is None or not _PROCESS_WORDS.search(name.rsplit(".", 1)[-1].removeprefix("get_")):
+        return False
+    if isinstance(comparator, (cst.List, cst.Tuple, cst.Set)):
+        return all(_small_int(e.value) for e in comparator.elements)
+    return _small_int(comparator)
+
+
+def _small_int(expr: cst.BaseExpression) -> bool:
+    """`0`, `-1`: a rank literal."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    return isinstance(expr, cst.Integer)
 
 
 def _body_trains(ctx: "Context", body: cst.BaseSuite) -> bool:
