@@ -102,3 +102,10 @@ def test_a_model_moved_as_it_is_bound_is_placed_before_its_optimizer():
     assert [c for c in codes(placed) if c[1] == "DEV306"] == []
     unplaced = placed.replace("Net().to(device)", "Net()")
     assert [c for c in codes(unplaced) if c[1] == "DEV306"] == [(5, "DEV306")]
+
+
+def test_torch_from_a_star_import_is_torch():
+    src = "from data_loaders import *\nstate = torch.load(PATH)\n"
+    assert codes(src) == [(2, "DEV103")]
+    # Without the star import, an unbound `torch` is nothing devlint knows.
+    assert codes(src.replace("from data_loaders import *\n", "\n")) == []

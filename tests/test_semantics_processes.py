@@ -358,3 +358,15 @@ def test_a_differentiated_name_is_read_as_a_tensor_until_rebound_to_a_host_value
     # The `.item()` is the read; the print that follows prints a float.
     rebound = src.replace("    print(loss)\n", "    loss = loss.item()\n    print(loss)\n")
     assert [d.start.row for d in lint_source(rebound, "t.py", [rule]).diagnostics] == [6]
+
+
+def test_pinning_is_not_flagged_in_code_that_cannot_run_without_a_gpu():
+    rule = registry.by_code()["DEV403"]
+    src = (
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds, batch_size=8, pin_memory=True)\n"
+        "model = Net().cuda()\n"
+    )
+    assert [d.code for d in lint_source(src, "t.py", [rule]).diagnostics] == []
+    guarded = src.replace("model = Net().cuda()\n", "if torch.cuda.is_available():\n    model = Net().cuda()\n")
+    assert [d.start.row for d in lint_source(guarded, "t.py", [rule]).diagnostics] == [3]

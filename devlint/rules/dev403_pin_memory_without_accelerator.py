@@ -8,6 +8,7 @@ from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
 from ..semantics import dataloading
+from ..semantics.placements import placement
 
 
 class PinMemoryWithoutAccelerator(Rule):
@@ -27,7 +28,10 @@ class PinMemoryWithoutAccelerator(Rule):
 
     Traps that are not flagged: `pin_memory=torch.cuda.is_available()`,
     `pin_memory=use_cuda`, `pin_memory=args.pin_memory`, a keyword dict built
-    under `if use_cuda:`, and any DataLoader inside a guarded branch.
+    under `if use_cuda:`, and any DataLoader inside a guarded branch. Nor is a
+    loader in a function (or a script's module code) that places data on CUDA
+    unguarded (DEV101): it cannot run without a GPU, and the pinning warning
+    would only repeat that.
 
     ## Example
     ```python
@@ -58,7 +62,18 @@ class PinMemoryWithoutAccelerator(Rule):
     )
     triggers = ("pin_memory",)
 
+    def __init__(self, ctx, sink) -> None:
+        super().__init__(ctx, sink)
+        # Per function (or the module): its hardcoded CUDA placements' "unguarded"
+        # conditions. Code that cannot run without a GPU gains nothing from a
+        # pinning warning; a helper beside it in the same file still may.
+        self._needs_cuda: dict[int, list] = {}
+
     def visit_Call(self, node: cst.Call) -> None:
+        found = placement(self.ctx, node)
+        if found is not None and found.hardcoded("cuda"):
+            self._needs_cuda.setdefault(id(self.ctx.scopes[-1].node), []).append(self.ctx.unguarded())
+            return
         if not dataloading.is_dataloader(self.ctx, node):
             return
         for arg in node.args:
@@ -68,7 +83,13 @@ class PinMemoryWithoutAccelerator(Rule):
                 and isinstance(arg.value, cst.Name)
                 and arg.value.value == "True"
             ):
-                self.report(arg, fix=self._fix(arg.value), condition=self.ctx.unguarded())
+                unguarded = self.ctx.unguarded()
+                needs_cuda = self._needs_cuda.setdefault(id(self.ctx.scopes[-1].node), [])
+                self.report(
+                    arg,
+                    fix=self._fix(arg.value),
+                    condition=lambda: unguarded() and not any(crashes() for crashes in needs_cuda),
+                )
 
     def _fix(self, value: cst.Name) -> Optional[NodeFix]:
         torch = self.ctx.torch_alias()

@@ -35,10 +35,12 @@ def _import_target(node: cst.BaseExpression) -> str:
 class ImportTable:
     """Local name -> qualified module path, for every import seen so far."""
 
-    __slots__ = ("aliases",)
+    __slots__ = ("aliases", "star")
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        # `from helpers import *` seen: an unbound `torch` came through it.
+        self.star = False
 
     def add_import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -51,7 +53,10 @@ class ImportTable:
                 self.aliases[top] = top
 
     def add_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
+            self.star = True
+            return
+        if node.relative or node.module is None:
             return
         module = _import_target(node.module)
         for alias in node.names:
@@ -69,7 +74,9 @@ class ImportTable:
         head, _, rest = path.partition(".")
         base = self.aliases.get(head)
         if base is None:
-            return None
+            if head != "torch" or not self.star:
+                return None
+            base = "torch"  # `from utils import *` that re-exports torch: nothing else binds it
         return f"{base}.{rest}" if rest else base
 
     def is_torch(self, node: cst.BaseExpression) -> bool:
