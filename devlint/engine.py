@@ -24,7 +24,7 @@ from .diagnostics import Diagnostic, Edit, Fix, Location
 from .rule import Report, Rule
 from .semantics import Context
 from .semantics.tree import FIELDS, NODE_TYPES, child_fields, is_node
-from . import suppression
+from . import codegen, suppression
 
 SYNTAX_ERROR = ("DEV000", "syntax-error")
 # Work done in this process, for tests that guard against regressions by
@@ -312,6 +312,8 @@ def _syntax_error_position(text: str, exc: cst.ParserSyntaxError) -> tuple[int, 
 
 def _positioned(module: cst.Module, reports: list[Report], filename: str) -> list[Diagnostic]:
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    replaced = [old for report in reports if report.fix is not None for old, _ in report.fix.replacements]
+    indents = codegen.block_indents(module, replaced) if replaced else {}
     out: list[Diagnostic] = []
     seen: set[tuple] = set()
     for report in reports:
@@ -323,7 +325,11 @@ def _positioned(module: cst.Module, reports: list[Report], filename: str) -> lis
         fix = None
         if report.fix is not None:
             edits = tuple(
-                Edit(_loc(positions[old].start), _loc(positions[old].end), module.code_for_node(new))
+                Edit(
+                    _loc(positions[old].start),
+                    _loc(positions[old].end),
+                    codegen.code_in_block(module, new, indents.get(id(old), ())),
+                )
                 for old, new in report.fix.replacements
             )
             fix = Fix(report.fix.title, report.fix.applicability, edits)

@@ -71,3 +71,22 @@ def test_diff_writes_nothing_and_unsafe_fixes_need_the_flag(tmp_path):
     out = devlint("--fix", "--select", "DEV101,DEV201", "--output-format", "concise", "a.py", cwd=tmp_path)
     assert "Fixed 1 problem." in out.stdout and "DEV101 [*]" in out.stdout
     assert "[*] 1 fixable with `--fix --unsafe-fixes`." in out.stdout
+
+
+def test_a_fix_keeps_the_continuation_lines_of_the_block_it_is_in(tmp_path):
+    # libcst indents a continuation line as "the block's indentation, then
+    # more": the replacement must be generated inside that block.
+    source = (
+        "import torch\n\n\n"
+        "def build(params):\n"
+        "    generator = Generator(params.a, params.b,\n"
+        "                    params.c, params.d).cuda()\n"
+        "    return generator\n"
+    )
+    path = tmp_path / "build.py"
+    path.write_text(source)
+    out = devlint("check", "--select", "DEV101", "--fix", "--unsafe-fixes", "--no-cache", str(path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert path.read_text() == source.replace(
+        ".cuda()", '.to("cuda" if torch.cuda.is_available() else "cpu")'
+    )

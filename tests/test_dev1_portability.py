@@ -399,3 +399,29 @@ def test_a_round_trip_through_file_objects_compares_the_paths_opened():
         "with open(args.pretrained, 'rb') as f:\n    model = torch.load(f)\n"
     )
     assert codes(src, "DEV103") == [(7, "DEV103")]
+
+
+def test_an_output_device_without_device_ids_fails_only_from_index_two():
+    src = (
+        "import torch\nfrom torch.nn import DataParallel\n"
+        "a = DataParallel(module=model, output_device=1)\n"
+        "b = DataParallel(model, output_device=2)\n"
+        "c = DataParallel(model, device_ids=[0], output_device=1)\n"
+    )
+    assert codes(src, "DEV104") == [(4, "DEV104"), (5, "DEV104")]
+
+
+@pytest.mark.parametrize(
+    "name, guarded",
+    [("forward_cuda", True), ("CudaKernel", True), ("_gpu_impl", True), ("to_gpu_if_available", True),
+     ("to_cuda", False), ("_to_cuda", False), ("batch_to_device", False), ("move_to_gpu", False)],
+)
+def test_a_helper_named_for_its_move_is_no_gpu_code_path(name, guarded):
+    src = f"import torch\ndef {name}(batch):\n    return {{k: v.cuda() for k, v in batch.items()}}\n"
+    assert (codes(src, "DEV101") == []) is guarded
+
+
+def test_no_fix_beside_a_map_location_given_to_the_wrong_call():
+    src = "import torch\nmodel.load_state_dict(torch.load(path), map_location=device)\n"
+    assert codes(src, "DEV103") == [(2, "DEV103")]
+    assert fixed(src) == src

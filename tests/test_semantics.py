@@ -109,3 +109,23 @@ def test_torch_from_a_star_import_is_torch():
     assert codes(src) == [(2, "DEV103")]
     # Without the star import, an unbound `torch` is nothing devlint knows.
     assert codes(src.replace("from data_loaders import *\n", "\n")) == []
+
+
+@pytest.mark.parametrize(
+    "build, load, flagged",
+    [
+        ("torch.optim.Adam(model.parameters())", "", False),
+        ("torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)", "", False),
+        ("torch.optim.Adam(model.parameters())", "    opt.load_state_dict(ckpt['optimizer'])\n", True),
+        ("torch.optim.Adagrad(model.parameters())", "", True),
+        ("Lamb(model.parameters())", "", True),
+    ],
+)
+def test_an_optimizer_before_the_move_matters_when_its_state_stays_behind(build, load, flagged):
+    src = (
+        "import torch\nfrom timm.optim import Lamb\n"
+        "def train(model, device, ckpt):\n"
+        f"    opt = {build}\n{load}"
+        "    model.to(device)\n"
+    )
+    assert ([c for c in codes(src) if c[1] == "DEV306"] == [(4, "DEV306")]) is flagged

@@ -298,7 +298,7 @@ def test_dev305_numpy_of_a_moved_module_output_attribute():
 
 
 def test_dev306_optimizer_from_a_named_parameter_list():
-    src = HEADER + "def f(device):\n    m = nn.Linear(2, 2)\n    groups = [{'params': m.parameters()}]\n    opt = torch.optim.AdamW(groups)\n    m.to(device)\n"
+    src = HEADER + "def f(device):\n    m = nn.Linear(2, 2)\n    groups = [{'params': m.parameters()}]\n    opt = torch.optim.Adagrad(groups)\n    m.to(device)\n"
     assert found(src, OptimizerBeforeMove) == [6]
 
 

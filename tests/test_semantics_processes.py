@@ -213,6 +213,8 @@ def test_a_configured_device_with_a_cpu_fallback_may_be_the_accelerator():
         ("self.manual_backward(total)", {"total"}),
         ("torch.autograd.backward(loss)", {"loss"}),
         ("(a + b).backward()", set()),
+        ("(outputs.loss / accumulation_steps).backward()", {"outputs.loss"}),
+        ("scaler.scale(outputs.loss.mean() / n).backward()", {"outputs.loss"}),
         ("helper.backward(loss)", set()),
     ],
 )

@@ -34,7 +34,10 @@ class UnguardedCuda(Rule):
     True (`use_gpu=True`, an argparse `--cuda` with `default=True`) is not a
     guard; nor is a warning under `if not ...` (the code after it still
     runs), nor a name that only contains such a word (`sample` is not `amp`,
-    `timestamps` is not `mps`). A `map_location=lambda storage, loc:
+    `timestamps` is not `mps`), nor a helper named for the move it makes
+    (`to_cuda`, `move_to_gpu`), unlike a GPU code path (`forward_cuda`). A
+    device string built at run time names its type as plainly as a literal:
+    `f"cuda:{rank}"`, `"cuda:%d" % i` and `"cuda:{}".format(i)` are CUDA. A `map_location=lambda storage, loc:
     storage.cuda()` runs inside its `torch.load`, and is flagged there.
 
     ## Example

@@ -147,6 +147,12 @@ class LoadWithoutMapLocation(Rule):
         return False
 
     def _fix(self, call: cst.Call, where: Optional[cst.BaseExpression]) -> Optional[NodeFix]:
+        stack = self.ctx.stack
+        if len(stack) >= 3 and isinstance(stack[-2], cst.Arg) and isinstance(stack[-3], cst.Call):
+            if keyword(stack[-3], "map_location") is not None:
+                # `m.load_state_dict(torch.load(p), map_location=d)`: the map
+                # location is on the wrong call; moving it is the author's fix.
+                return None
         chosen = self._chosen_device()
         value = cst.Name(chosen) if chosen else cst.SimpleString('"cpu"')
         title = f"Load onto `{chosen}`" if chosen else 'Load onto the CPU (`map_location="cpu"`)'

@@ -69,7 +69,14 @@ class HardcodedDeviceOrdinal(Rule):
 
     def _ordinal(self, node: cst.Call) -> Optional[int]:
         if self.ctx.qualify(node.func) in torchapi.DATA_PARALLEL:
-            return _largest(keyword(node, "device_ids"), keyword(node, "output_device"), _positional(node, 1))
+            ids = keyword(node, "device_ids") or _positional(node, 1)
+            output = keyword(node, "output_device") or _positional(node, 2)
+            if ids is None:
+                # Every visible GPU: with none or one, DataParallel never uses
+                # `output_device`; with two, index 1 exists.
+                largest = _largest(output)
+                return largest if largest is not None and largest >= 2 else None
+            return _largest(ids, output)
         found = placement(self.ctx, node)
         device = found.device if found is not None else None
         if device is None:

@@ -5,6 +5,12 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Rule
 from ..semantics import events, optimizers
+from ..semantics.names import dotted
+
+# torch.optim classes that create their state at the first `step()`.
+_LAZY_STATE = frozenset(
+    "SGD Adam AdamW RMSprop Adadelta Adamax NAdam RAdam ASGD Rprop LBFGS SparseAdam".split()
+)
 
 
 class OptimizerBeforeMove(Rule):
@@ -24,9 +30,14 @@ class OptimizerBeforeMove(Rule):
     PyTorch's documentation asks to move the model before building its
     optimizer.
 
-    Only flagged when the model was not already on a device when the
-    optimizer was built, and the move may target an accelerator
-    (`model.cpu()`, `model.to(torch.float16)` stay silent).
+    Only flagged when the optimizer holds state the move leaves behind —
+    eager state (`Adagrad`, or an optimizer torch does not ship, whose state
+    devlint cannot see), or state loaded with `optimizer.load_state_dict(...)`
+    before the move — when the model was not already on a device when the
+    optimizer was built, and when the move may target an accelerator
+    (`model.cpu()`, `model.to(torch.float16)` stay silent). torch's lazy
+    optimizers (SGD, Adam, AdamW, ...) with nothing loaded are not flagged:
+    their state is made at the first `step()`, on the moved parameters.
 
     ## Example
     ```python
@@ -56,16 +67,43 @@ class OptimizerBeforeMove(Rule):
     )
     triggers = ("parameters(",)
 
+    def __init__(self, ctx, sink) -> None:
+        super().__init__(ctx, sink)
+        self._bound: dict[int, str] = {}  # optimizer call -> the name it is stored in
+        self._loaded: set[str] = set()  # names whose `load_state_dict` ran so far
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and len(node.targets) == 1:
+            name = dotted(node.targets[0].target)
+            if name is not None:
+                self._bound[id(node.value)] = name
+
     def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
+            receiver = dotted(func.value)
+            if receiver is not None:
+                self._loaded.add(receiver)
         scope = events.scope_node(self.ctx)
         moves = self.ctx.events.moves(scope)
         if not moves or moves[-1].call is not node or not moves[-1].may_accelerate:
             return
         move = moves[-1]
         for built in self.ctx.events.optimizers(scope):
-            if built.seq > move.seq:
+            if built.seq > move.seq or not self._state_stays(built.call):
                 continue
             if any(
                 optimizers.same_module_tree(owner, move.owner) and owner not in built.placed for owner in built.owners
             ):
                 self.report(built.call)
+
+    def _state_stays(self, call: cst.Call) -> bool:
+        """Does this optimizer hold state the move leaves behind: eager state
+        (Adagrad, an optimizer torch does not ship), or state loaded into it
+        before the move? torch's lazy optimizers (SGD, Adam, ...) with nothing
+        loaded create their state at the first `step()`, on the moved parameters."""
+        qual = self.ctx.qualify(call.func)
+        if qual is None or not qual.startswith("torch.optim.") or qual.rsplit(".", 1)[-1] not in _LAZY_STATE:
+            return True
+        name = self._bound.get(id(call))
+        return name is not None and name in self._loaded

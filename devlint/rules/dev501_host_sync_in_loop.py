@@ -170,20 +170,15 @@ class HostSyncInLoop(Rule):
         """`loss`, `loss.data` or `loss.detach()`, where the loop calls `loss.backward()`:
         a tensor, whatever it came from. Not once the loop rebinds the name to
         a host value (`loss = loss.item()`)."""
-        while True:  # `loss.detach().cpu()`, `loss.data`
-            if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-                if expr.func.attr.value not in torchapi.TENSOR_RETURNING_METHODS:
-                    return False
-                expr = expr.func.value
-            elif isinstance(expr, cst.Attribute) and expr.attr.value == "data":
-                expr = expr.value
-            else:
-                break
-        if not isinstance(expr, cst.Name) or self.ctx.value_of(expr).kind is not Kind.UNKNOWN:
+        expr = loops.tensor_root(expr)  # `loss.detach().cpu()`, `loss.data`, `outputs.loss.mean()`
+        name = dotted(expr)
+        if name is None or self.ctx.value_of(expr).kind is not Kind.UNKNOWN:
             return False
         loop = loops.training_loop(self.ctx)
-        if loop is None or expr.value not in loops.backward_targets(self.ctx, loop):
+        if loop is None or name not in loops.backward_targets(self.ctx, loop):
             return False
+        if not isinstance(expr, cst.Name):
+            return True  # `outputs.loss`
         return not any(self._is_host_value(v) for v in bindings.assigned_expressions(self.ctx, expr))
 
     def _is_host_value(self, expr: cst.BaseExpression) -> bool:

@@ -251,6 +251,10 @@ class Context:
         if kind is cst.Attribute:
             return self._attribute_value(expr)
         if kind is cst.Call:
+            if type(expr.func) is cst.Attribute and expr.func.attr.value == "format":
+                built = _built_device_string(expr)
+                if built is not None:
+                    return built
             return self._call_value(expr)
         if kind is cst.Subscript:
             base = self.value_of(expr.value)
@@ -258,6 +262,9 @@ class Context:
                 return base  # `out[0]`: part of the output, where the module is
             return Value(Kind.TENSOR, base.device) if base.is_tensor else UNKNOWN
         if kind is cst.BinaryOperation:
+            built = _built_device_string(expr)
+            if built is not None:
+                return built
             left, right = self.value_of(expr.left), self.value_of(expr.right)
             if Kind.MODULE not in (left.kind, right.kind) and (left.is_tensor or right.is_tensor):
                 return Value(Kind.TENSOR, residence.combined_device(left, right))
@@ -278,6 +285,8 @@ class Context:
             return Value(Kind.DEVICE_STRING, device) if device else UNKNOWN
         if kind is cst.IfExp:
             return self._ifexp_value(expr)
+        if kind is cst.FormattedString:
+            return _built_device_string(expr) or UNKNOWN
         return UNKNOWN
 
     def device_of(self, expr: cst.BaseExpression) -> Optional[Device]:
@@ -515,6 +524,27 @@ def keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg.value
     return None
+
+
+def _built_device_string(expr: cst.BaseExpression) -> Optional[Value]:
+    """A device string built at run time whose type is written out:
+    `f"cuda:{rank}"`, `"cuda:" + str(i)`, `"cuda:%d" % i` — the type is as
+    hardcoded as in `"cuda"`; only the index is chosen."""
+    if isinstance(expr, cst.FormattedString):
+        head = expr.parts[0] if expr.parts else None
+        prefix = head.value if isinstance(head, cst.FormattedStringText) and len(expr.parts) > 1 else None
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
+        prefix = _string(expr.left)
+    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+        prefix = _string(expr.func.value)  # `"cuda:{}".format(i)`
+    else:
+        prefix = None
+    if prefix is None:
+        return None
+    device_type, colon, rest = prefix.partition(":")
+    if not colon or device_type not in torchapi.DEVICE_TYPES or rest not in ("", "%d", "%s", "%i", "{}", "{0}"):
+        return None
+    return Value(Kind.DEVICE_STRING, Device(device_type, literal=True))
 
 
 def _string(expr: Optional[cst.BaseExpression]) -> Optional[str]:

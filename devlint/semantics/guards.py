@@ -223,7 +223,9 @@ def is_guarded(
             if child is node.body and _catches_failure(node):
                 return True
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            if kind.words.search(node.name.value) or _decorated_for(ctx, node, kind):
+            if (kind.words.search(node.name.value) and not _names_a_move(node.name.value)) or _decorated_for(
+                ctx, node, kind
+            ):
                 return True
             if kind.cuda_only_code and imports_cuda_only_library(node):
                 return True
@@ -238,6 +240,16 @@ def is_guarded(
             if not _runs_in_load(ctx, chain, i):
                 return True
     return False
+
+
+_MOVE_NAME = re.compile(r"(^|_)to_?(cuda|gpu|device|accelerator)|^(cuda|gpu)ify|^(move|send|put)_", re.I)
+
+
+def _names_a_move(name: str) -> bool:
+    """`to_cuda`, `_to_gpu`, `batch_to_device`, `move_to_gpu`, `toCuda`: a helper
+    named for the move it makes, called from anywhere — not the GPU code path
+    that `forward_cuda` or `CUDAKernel` names."""
+    return bool(_MOVE_NAME.search(name)) and "avail" not in name.lower()  # `to_gpu_if_available`
 
 
 def _runs_in_load(ctx: "Context", chain: Sequence[cst.CSTNode], i: int) -> bool:

@@ -174,7 +174,8 @@ def _trains_call(ctx: "Context", call: cst.Call) -> bool:
 
 
 def backward_targets(ctx: "Context", loop: Loop) -> frozenset[str]:
-    """The names the loop's body differentiates: `loss` in `loss.backward()`,
+    """The names the loop's body differentiates (dotted): `loss` in `loss.backward()`,
+    `outputs.loss` in `(outputs.loss / n).backward()`,
     `scaler.scale(loss).backward()`, `accelerator.backward(loss)`,
     `self.manual_backward(loss)`, `torch.autograd.backward(loss)`. Whatever
     its source (`outputs.loss` of a model loaded from a hub), it is a tensor."""
@@ -189,11 +190,32 @@ def backward_targets(ctx: "Context", loop: Loop) -> frozenset[str]:
                 continue
             if isinstance(node, cst.Call):
                 target = _differentiated(ctx, node)
-                if isinstance(target, cst.Name):
-                    names.add(target.value)
+                name = dotted(tensor_root(target)) if target is not None else None
+                if name is not None:
+                    names.add(name)
             stack.extend(children(node))
         cache[key] = frozenset(names)
     return cache[key]
+
+
+def tensor_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The data an expression computes from: `outputs.loss` in
+    `outputs.loss.mean() / accumulation_steps`, `loss` in `loss.detach().cpu()`."""
+    from . import torchapi
+
+    while True:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value not in torchapi.TENSOR_RETURNING_METHODS:
+                return expr
+            expr = expr.func.value
+        elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.Multiply)):
+            if not isinstance(expr.right, (cst.Name, cst.Integer, cst.Float, cst.Attribute)):
+                return expr
+            expr = expr.left  # `loss / accumulation_steps`
+        elif isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            expr = expr.value
+        else:
+            return expr
 
 
 def _differentiated(ctx: "Context", call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -158,7 +158,7 @@ _WORD_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 
 GUARD_WORDS = NameWords(
     r"cuda|gpu|xpu|accel|available|device|distributed|world_size|fp16|cudnn|platform|darwin|macos",
-    "mps amp half rank ranks nrank nranks",
+    "mps amp half rank ranks nrank nranks ddp",
 )
 
 # Tensor properties that name its device type: `t.is_cuda`, never `t.is_cuda()`.
