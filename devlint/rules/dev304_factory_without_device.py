@@ -51,7 +51,8 @@ class FactoryWithoutDevice(Rule):
     """
     ## What it does
     Flags `torch.zeros`, `ones`, `arange`, `full`, `eye`, `tensor([...])`,
-    `randn` and the other factories called without `device=` inside an
+    `randn`, the other factories, and the legacy typed constructors
+    (`torch.FloatTensor(x.shape)`) called without `device=` inside an
     `nn.Module`'s `forward` (or a helper `forward` calls) when the new tensor
     then meets an input, a parameter or a submodule: in arithmetic, in
     `torch.cat`/`where`/`matmul`, as the argument of a submodule
@@ -348,6 +349,8 @@ class FactoryWithoutDevice(Rule):
 
     # -- the fix -------------------------------------------------------------
     def _fix(self, factory: cst.Call, other: Optional[cst.BaseExpression], direct: bool) -> Optional[NodeFix]:
+        if self.ctx.qualify(factory.func) in torchapi.LEGACY_CPU_CONSTRUCTORS:
+            return None  # `torch.FloatTensor(..., device=)` is DEV207's bug: the author rewrites it
         params = self._method_params()
         if isinstance(other, cst.Name) and (other.value in params or direct):
             name = other.value  # the tensor it meets, bound by then

@@ -221,6 +221,8 @@ def host_factory(ctx: "Context", call: cst.Call) -> bool:
     `torch.zeros(())`, not `torch.tensor(t)` of a tensor (it keeps t's device),
     not with `device=`."""
     qual = ctx.qualify(call.func)
+    if qual in torchapi.LEGACY_CPU_CONSTRUCTORS:
+        return _legacy_host_tensor(ctx, call)
     if qual is None or qual not in torchapi.FACTORIES:
         return False
     if any(a.keyword is not None and a.keyword.value == "device" for a in call.args):
@@ -242,6 +244,13 @@ def host_factory(ctx: "Context", call: cst.Call) -> bool:
         data = positional[0].value if positional and not positional[0].star else None
         return data is not None and _python_sequence(data)
     return False
+
+
+def _legacy_host_tensor(ctx: "Context", call: cst.Call) -> bool:
+    """`torch.FloatTensor(x.shape)`, `torch.LongTensor(3, 4)`, `torch.Tensor([[1, 2]])`:
+    a legacy constructor given sizes or data makes a CPU tensor of one
+    dimension or more, always (from a CUDA tensor it raises)."""
+    return bool(call.args) and not any(a.keyword is not None or a.star for a in call.args)
 
 
 def _empty_shape(expr: cst.BaseExpression) -> bool:
