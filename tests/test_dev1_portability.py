@@ -425,3 +425,20 @@ def test_no_fix_beside_a_map_location_given_to_the_wrong_call():
     src = "import torch\nmodel.load_state_dict(torch.load(path), map_location=device)\n"
     assert codes(src, "DEV103") == [(2, "DEV103")]
     assert fixed(src) == src
+
+
+def test_cuda_with_a_chosen_index_is_cuda_unless_the_class_is_someone_elses():
+    src = (
+        "import torch\nfrom hqq.core.quantize import HQQLinear\n"
+        "def place(model, device):\n"
+        "    rank = int(os.environ['LOCAL_RANK'])\n"
+        "    torch.cuda.set_device(rank)\n"
+        "    model.cuda(rank)\n"
+        "    for module in model.modules():\n"
+        "        if isinstance(module, HQQLinear):\n"
+        "            module.cuda(rank)\n"
+        "        if isinstance(module, torch.nn.Linear):\n"
+        "            module.cuda(rank)\n"
+        "    model.cuda(device)\n"  # the caller's choice
+    )
+    assert codes(src, "DEV101") == [(5, "DEV101"), (6, "DEV101"), (11, "DEV101")]

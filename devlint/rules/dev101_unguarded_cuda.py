@@ -37,7 +37,11 @@ class UnguardedCuda(Rule):
     `timestamps` is not `mps`), nor a helper named for the move it makes
     (`to_cuda`, `move_to_gpu`), unlike a GPU code path (`forward_cuda`). A
     device string built at run time names its type as plainly as a literal:
-    `f"cuda:{rank}"`, `"cuda:%d" % i` and `"cuda:{}".format(i)` are CUDA. A `map_location=lambda storage, loc:
+    `f"cuda:{rank}"`, `"cuda:%d" % i` and `"cuda:{}".format(i)` are CUDA, and
+    so are `.cuda(args.gpu)` and `torch.cuda.set_device(local_rank)`: the
+    launcher picks the index, not the type. An object checked to be an
+    instance of another library's class (`isinstance(m, HQQLinear)`) may
+    define `.cuda()` its own way, and is not flagged. A `map_location=lambda storage, loc:
     storage.cuda()` runs inside its `torch.load`, and is flagged there.
 
     ## Example
@@ -69,12 +73,14 @@ class UnguardedCuda(Rule):
         summary="AssertionError: Torch not compiled with CUDA enabled / RuntimeError: Found no NVIDIA driver",
         # A CPU-only build has no CUDA bindings at all: `torch.cuda.set_device`
         # fails there with AttributeError on `torch._C._cuda_setDevice`, and a
-        # storage's `.cuda()` with a TypeError on the device index it never got.
+        # storage's `.cuda()` with a TypeError on the device index it never got;
+        # `.cuda(0)` with an index asks the accelerator API, which has none.
         raises="AssertionError|RuntimeError|AttributeError|TypeError",
         match=(
             r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available"
             r"|no CUDA-capable device|has no attribute '_cuda_setDevice'"
             r"|'<' not supported between instances of 'NoneType' and 'int'"
+            r"|Cannot access accelerator device when none is available"
             r"|Attempting to deserialize object on a CUDA device"
         ),
     )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from . import torchapi
+from .names import dotted
 from .context import keyword
 from .values import Device
 
@@ -75,6 +76,8 @@ def placement(ctx: "Context", call: cst.Call) -> Optional[Placement]:
     if method in ACCELERATOR_METHODS:
         if not _matches_signature(call, _ACCELERATOR_METHOD_KEYWORDS, max_positional=2):
             return None  # another library's `.cuda(tensor, meta=...)`
+        if _narrowed_to_foreign_class(ctx, receiver):
+            return None  # `if isinstance(m, HQQLinear): m.cuda(device)`: that class's own method
         arg = _first(call) or keyword(call, "device")
         if arg is None:
             return Placement(call, "method", None, Device(ACCELERATOR_METHODS[method], literal=True))
@@ -126,13 +129,51 @@ def _matches_signature(call: cst.Call, keywords: frozenset[str], max_positional:
     return positional <= max_positional
 
 
+def _narrowed_to_foreign_class(ctx: "Context", receiver: cst.BaseExpression) -> bool:
+    """Is `receiver` checked, in an enclosing `if`, to be an instance of a class
+    imported from outside torch (`isinstance(module, HQQLinear)`)? Such a class
+    may define `.cuda()` its own way."""
+    name = dotted(receiver)
+    if name is None:
+        return False
+    for node in ctx.stack:
+        if not isinstance(node, cst.If):
+            continue
+        test = node.test
+        if (
+            isinstance(test, cst.Call)
+            and isinstance(test.func, cst.Name)
+            and test.func.value == "isinstance"
+            and len(test.args) == 2
+            and dotted(test.args[0].value) == name
+        ):
+            qual = ctx.qualify(test.args[1].value)
+            if qual is not None and not qual.startswith("torch."):
+                return True
+    return False
+
+
 def _device_or_index(ctx: "Context", arg: cst.BaseExpression, implied: Optional[str]) -> Optional[Device]:
     """`.cuda(1)` / `set_device(1)`: a bare integer is an ordinal of the implied type.
-    `.cuda(rank)` with a value the caller supplies places on that type too, but the
-    choice was made elsewhere (possibly under a guard): not hardcoded."""
+    `.cuda(args.gpu)` / `set_device(local_rank)` with a value chosen elsewhere
+    only picks the index: the type is written out, as hardcoded as in
+    `.cuda()`. A parameter (`def move(m, device): m.cuda(device)`) is the
+    caller's choice."""
     if isinstance(arg, cst.Integer) and implied is not None:
         return Device(implied, int(arg.value), literal=True)
     device = ctx.device_of(arg)
     if device is None and implied is not None:
-        return Device(implied)
+        # A device parameter the caller supplies counts as its choice (a guard);
+        # any other chosen value only picks the index.
+        return Device(implied, literal=not _caller_supplied(ctx, arg))
     return device
+
+
+def _caller_supplied(ctx: "Context", arg: cst.BaseExpression) -> bool:
+    """A parameter of the enclosing function."""
+    if not isinstance(arg, cst.Name):
+        return False
+    for scope in reversed(ctx.scopes):
+        if scope.kind == "function":
+            return arg.value in scope.params
+    return False
