@@ -129,3 +129,16 @@ def test_an_optimizer_before_the_move_matters_when_its_state_stays_behind(build,
         "    model.to(device)\n"
     )
     assert ([c for c in codes(src) if c[1] == "DEV306"] == [(4, "DEV306")]) is flagged
+
+
+def test_the_parts_of_a_loaders_batches_are_host_tensors():
+    src = (
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom tqdm import tqdm\n"
+        "loader = DataLoader(ds, batch_size=4)\n"
+        "for i, (x, y) in enumerate(tqdm(loader)):\n    x.to('cpu')\n    i.to('cpu')\n"
+        "for x, y in loader:\n    y.to('cpu')\n"
+        "for batch in loader:\n    batch.to('cpu')\n"  # a whole batch may be a dict-like encoding
+        "for i, batch in enumerate(loader):\n    batch.to('cpu')\n"
+        "for a, b in pairs:\n    a.to('cpu')\n"
+    )
+    assert [c for c in codes(src) if c[1] == "DEV301"] == [(6, "DEV301"), (9, "DEV301")]

@@ -12,7 +12,12 @@ class DiscardedTensorMove(Rule):
     """
     ## What it does
     Flags `t.to(...)`, `t.cuda()`, `t.cpu()`, `t.half()` and the other
-    moving/converting methods used as a statement when `t` is a tensor.
+    moving/converting methods used as a statement when `t` is a tensor: made
+    by a torch function, annotated `torch.Tensor`, or a part of a batch
+    unpacked from a `DataLoader` built in the file (`for x, y in loader:`,
+    `for i, (x, y) in enumerate(loader):`). A whole batch (`for batch in
+    loader:`) may be a dict-like encoding whose `.to()` works in place, and is
+    not flagged.
 
     ## Why is this bad?
     Unlike `nn.Module.to`, which moves the module in place, `Tensor.to` returns

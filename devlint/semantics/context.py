@@ -145,6 +145,23 @@ class Context:
             value = self.value_of(node.value)
         self._bind_target(node.target, value)
 
+    def _enter_for(self, node: cst.For) -> None:
+        # `for images, labels in train_loader:` (also through `enumerate`/`tqdm`):
+        # a DataLoader yields batches on the host; unpacked, their parts are
+        # tensors there. A whole batch (`for batch in loader`) may be a dict.
+        target = node.target
+        counted = _iterates_a_loader(self, node.iter)
+        if counted is None or not isinstance(target, cst.Tuple):
+            return
+        if counted:  # `for i, (x, y) in enumerate(loader)`: the batch comes second
+            batch = target.elements[1].value if len(target.elements) == 2 else None
+            if not isinstance(batch, cst.Tuple):
+                return
+            target = batch
+        for element in target.elements:
+            if isinstance(element.value, cst.Name):
+                self._bind_target(element.value, Value(Kind.TENSOR, residence.HOST_DEFAULT))
+
     def _leave_for(self, node: cst.For) -> None:
         self._bind_target(node.target, UNKNOWN)
 
@@ -507,6 +524,7 @@ ENTER_HOOKS: dict[type, Callable[["Context", Any], None]] = {
     cst.ClassDef: Context._enter_class,
     cst.FunctionDef: Context._enter_function,
     cst.Call: Context._enter_call,
+    cst.For: Context._enter_for,
 }
 LEAVE_HOOKS: dict[type, Callable[["Context", Any], None]] = {
     cst.ClassDef: Context._leave_scope,
@@ -518,6 +536,28 @@ LEAVE_HOOKS: dict[type, Callable[["Context", Any], None]] = {
     cst.For: Context._leave_for,
     cst.Expr: Context._leave_expr,
 }
+
+_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter"})
+
+
+def _iterates_a_loader(ctx: Context, expr: cst.BaseExpression) -> Optional[bool]:
+    """`loader`, `enumerate(loader)`, `tqdm(loader)`, `tqdm(enumerate(loader))`,
+    where `loader` is bound, for certain, to a `DataLoader(...)` built here.
+    None if not; else whether an `enumerate` counts the batches."""
+    from . import bindings, dataloading  # both import this module
+
+    counted = False
+    while isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
+        name = ctx.qualify(expr.func) or dotted(expr.func)
+        if name not in _ITERATION_WRAPPERS:
+            return counted if dataloading.is_dataloader(ctx, expr) else None
+        counted = counted or name == "enumerate"
+        expr = expr.args[0].value
+    if not isinstance(expr, cst.Name):
+        return None
+    source = bindings.certain_source(ctx, expr)
+    return counted if isinstance(source, cst.Call) and dataloading.is_dataloader(ctx, source) else None
+
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     for arg in call.args:
