@@ -442,3 +442,14 @@ def test_cuda_with_a_chosen_index_is_cuda_unless_the_class_is_someone_elses():
         "    model.cuda(device)\n"  # the caller's choice
     )
     assert codes(src, "DEV101") == [(5, "DEV101"), (6, "DEV101"), (11, "DEV101")]
+
+
+def test_cuda_of_a_module_without_tensors_asks_nothing_of_cuda():
+    src = (
+        "import torch\nimport torch.nn as nn\n"
+        "criterion = nn.BCELoss()\ncriterion.cuda()\n"
+        "weighted = nn.CrossEntropyLoss(weight=torch.ones(3))\nweighted.cuda()\n"
+        "positional = nn.CrossEntropyLoss(torch.ones(3)).cuda()\n"
+        "net = nn.Linear(2, 2).cuda()\n"
+    )
+    assert codes(src, "DEV101") == [(6, "DEV101"), (7, "DEV101"), (8, "DEV101")]

@@ -232,6 +232,11 @@ class FactoryWithoutDevice(Rule):
                 if self._is_resident(parent.target):
                     return _Meeting(True, parent.target)
                 return _NOTHING
+            if isinstance(parent, cst.AugAssign) and parent.target is child:
+                # `log_det -= alpha`: the host accumulator meets what is added to it.
+                if self._is_resident(parent.value):
+                    return _Meeting(True, parent.value)
+                return _NOTHING
             return _NOTHING
         return _NOTHING
 

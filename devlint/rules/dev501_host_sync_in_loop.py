@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..claims import Claim
 from ..rule import Rule
-from ..semantics import bindings, loops, residence, torchapi
+from ..semantics import bindings, guards, loops, residence, torchapi
 from ..semantics.names import dotted
 from ..semantics.values import Kind
 
@@ -24,7 +24,7 @@ class HostSyncInLoop(Rule):
     """
     ## What it does
     Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`,
-    `print(t)` and `f"{t}"` of device tensors on every step of a training loop — a `for` or
+    `print(t)`, `f"{t}"` and `"%f" % t` of device tensors on every step of a training loop — a `for` or
     `while` whose body calls `.backward()` or `optimizer.step()` — when they
     are not under a condition such as `if step % 100 == 0:`.
 
@@ -42,7 +42,9 @@ class HostSyncInLoop(Rule):
     anything on an accelerator (`.to(device)`, `.cuda()`,
     `accelerator.prepare(...)`: a loop that trains on the CPU waits for
     nothing), in the loop's body (loops nested in it included), not in a check (`assert ...`,
-    `self.assertEqual(...)`), and not under a condition that may skip steps:
+    `self.assertEqual(...)`), not in the test of an `if` that leaves the loop
+    (`if loss.item() < tol: break` must read the value now), and not under a
+    condition that may skip steps:
     a comparison, a `%`, a call, or a flag named for logging (`if verbose:`).
     A flag that holds on every step alike (`if use_amp:`) is no such
     condition, and neither is picking the main process (`if rank == 0:`,
@@ -88,7 +90,8 @@ class HostSyncInLoop(Rule):
         match=r"called a synchronizing CUDA operation",
     )
     # An f-string always has its `f` right before the opening quote (`rf"`, `f"""` too).
-    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "print(", 'f"', "f'", 'F"', "F'")
+    # `"%f" % t` needs a `%` somewhere (the string and the operator may be lines apart).
+    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "print(", 'f"', "f'", 'F"', "F'", "%")
 
     def visit_Call(self, node: cst.Call) -> None:
         what = self._sync(node)
@@ -104,6 +107,16 @@ class HostSyncInLoop(Rule):
         if self._on_every_step():
             self.report(node, self.message.format(what="`f\"{tensor}\"`"))
 
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        # `"loss %.4f" % loss`, `"%d %f" % (step, loss)`: `%f` reads the value on the host.
+        if not isinstance(node.operator, cst.Modulo) or not isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+            return
+        right = node.right
+        values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
+        if any(not self._is_sync_call(v) and self._may_be_device_data(v, lenient=False) for v in values):
+            if self._on_every_step():
+                self.report(node, self.message.format(what='`"%f" % tensor`'))
+
     def _on_every_step(self) -> bool:
         """In a training loop that uses an accelerator, on every step, not in a check."""
         loop = loops.training_loop(self.ctx)
@@ -113,10 +126,17 @@ class HostSyncInLoop(Rule):
 
     def _checks_a_value(self, loop: cst.CSTNode) -> bool:
         """Inside `assert ...` or `self.assertEqual(...)`/`assert_close(...)`: a
-        test reads the value on purpose, to check it."""
-        for node in reversed(self.ctx.stack):
+        test reads the value on purpose, to check it. Or in the test of an `if`
+        that leaves the loop (`if token.item() == EOS: break`): the value
+        decides whether to go on, so it must be read now."""
+        stack = self.ctx.stack
+        for i in range(len(stack) - 1, -1, -1):
+            node = stack[i]
             if node is loop:
                 return False
+            if isinstance(node, cst.If) and i + 1 < len(stack) and stack[i + 1] is node.test:
+                if guards.exits(node.body):
+                    return True
             if isinstance(node, cst.Assert):
                 return True
             if isinstance(node, cst.Call):

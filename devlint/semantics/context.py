@@ -282,6 +282,8 @@ class Context:
             built = _built_device_string(expr)
             if built is not None:
                 return built
+            if type(expr.operator) is cst.Modulo and _string(expr.left) is not None:
+                return UNKNOWN  # `"loss %f" % loss`: a str
             left, right = self.value_of(expr.left), self.value_of(expr.right)
             if Kind.MODULE not in (left.kind, right.kind) and (left.is_tensor or right.is_tensor):
                 return Value(Kind.TENSOR, residence.combined_device(left, right))
