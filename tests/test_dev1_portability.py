@@ -453,3 +453,23 @@ def test_cuda_of_a_module_without_tensors_asks_nothing_of_cuda():
         "net = nn.Linear(2, 2).cuda()\n"
     )
     assert codes(src, "DEV101") == [(6, "DEV101"), (7, "DEV101"), (8, "DEV101")]
+
+
+def test_a_long_try_whose_handler_gives_up_guards_nothing():
+    body = "".join(f"        step{i}()\n" for i in range(6))
+    src = (
+        "import torch\n"
+        "def train(x):\n"
+        "    try:\n"
+        f"{body}"
+        "        x = x.to(torch.device('cuda'))\n"
+        "    except Exception as e:\n"
+        "        print(e)\n"
+        "        return None, None\n"
+        "def place(x):\n"
+        "    try:\n"
+        "        return x.cuda()\n"
+        "    except Exception:\n"
+        "        return x\n"
+    )
+    assert codes(src, "DEV101") == [(10, "DEV101")]

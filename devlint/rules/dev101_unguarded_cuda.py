@@ -36,21 +36,29 @@ class UnguardedCuda(Rule):
     Guards come in many shapes and all silence the rule: `if`, an early
     `return`/`raise`/`sys.exit`/`parser.error(...)` under `if not ...`,
     `assert`, a conditional expression, a flag assigned from
-    `is_available()`, a name that says so (`use_cuda`, `args.gpu`, `use_amp`),
-    `device.type == "cuda"`, skip decorators, a `device` the caller
-    supplies, and `torch.accelerator.is_available()`. A flag whose default is
-    True (`use_gpu=True`, an argparse `--cuda` with `default=True`) is not a
-    guard; nor is a warning under `if not ...` (the code after it still
-    runs), nor a name that only contains such a word (`sample` is not `amp`,
-    `timestamps` is not `mps`), nor a helper named for the move it makes
-    (`to_cuda`, `move_to_gpu`), unlike a GPU code path (`forward_cuda`). A
-    device string built at run time names its type as plainly as a literal:
-    `f"cuda:{rank}"`, `"cuda:%d" % i` and `"cuda:{}".format(i)` are CUDA, and
-    so are `.cuda(args.gpu)` and `torch.cuda.set_device(local_rank)`: the
-    launcher picks the index, not the type. An object checked to be an
-    instance of another library's class (`isinstance(m, HQQLinear)`) may
-    define `.cuda()` its own way, and is not flagged. A `map_location=lambda storage, loc:
-    storage.cuda()` runs inside its `torch.load`, and is flagged there.
+    `is_available()`, a name that says so (`use_cuda`, `args.gpu`,
+    `use_amp`, `forward_cuda`), `device.type == "cuda"`, skip decorators, a
+    `device` the caller supplies, a short `try` around the placement, and
+    `torch.accelerator.is_available()`.
+
+    Not guards:
+    - a flag whose default is True (`use_gpu=True`, an argparse `--cuda`
+      with `default=True`);
+    - a warning under `if not ...` (the code after it still runs);
+    - a long `try` whose `except` only reports and gives up (it hides the
+      crash);
+    - a name that only contains such a word (`sample` is not `amp`,
+      `timestamps` is not `mps`), or a helper named for the move it makes
+      (`to_cuda`, `move_to_gpu`).
+
+    CUDA as plainly as a literal: device strings built at run time
+    (`f"cuda:{rank}"`, `"cuda:%d" % i`, `"cuda:{}".format(i)`),
+    `.cuda(args.gpu)` and `torch.cuda.set_device(local_rank)` (the launcher
+    picks the index, not the type), and a `map_location=lambda storage, loc:
+    storage.cuda()` (it runs inside its `torch.load`). Not flagged: `.cuda()`
+    of a module that holds no tensors (`nn.BCELoss()`, `nn.ReLU()`), and of
+    an object checked to be an instance of another library's class
+    (`isinstance(m, HQQLinear)`), which may define `.cuda()` its own way.
 
     ## Example
     ```python

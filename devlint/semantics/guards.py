@@ -188,6 +188,11 @@ def _is_skip(expr: cst.BaseExpression) -> bool:
 
 
 def _catches_failure(node: cst.Try) -> bool:
+    """A `try` around the placement whose handler catches its failure. Not a
+    long body (a whole training function) whose handler only reports and
+    gives up: that hides the crash rather than falling back."""
+    if _long_body(node.body) and all(_gives_up(h.body) for h in node.handlers):
+        return False
     for handler in node.handlers:
         if handler.type is None:
             return True
@@ -197,6 +202,38 @@ def _catches_failure(node: cst.Try) -> bool:
             if name in _BROAD_EXCEPTIONS:
                 return True
     return False
+
+
+def _long_body(body: cst.BaseSuite) -> bool:
+    return isinstance(body, cst.IndentedBlock) and len(body.body) > 5
+
+
+def _gives_up(body: cst.BaseSuite) -> bool:
+    """A handler made of logging, `pass` and a `return` of nothing or constants."""
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for stmt in stmts:
+        small = stmt.body if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else None
+        if small is None:
+            return False
+        for s in small:
+            if isinstance(s, cst.Pass):
+                continue
+            if isinstance(s, cst.Return) and (s.value is None or _constant(s.value)):
+                continue
+            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+                name = dotted(s.value.func) or ""
+                if name == "print" or name.rsplit(".", 1)[-1] in ("info", "warning", "warn", "error", "exception", "print_exc"):
+                    continue
+            return False
+    return True
+
+
+def _constant(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Tuple):
+        return all(_constant(e.value) for e in expr.elements)
+    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
+    )
 
 
 def is_guarded(
