@@ -7,15 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
-from ..semantics import bindings
 from ..semantics.placements import Placement, placement
-
-
-# torch.nn modules that hold no tensors (losses are checked by their name).
-_STATELESS_MODULES = frozenset(
-    "ReLU ReLU6 LeakyReLU ELU SELU GELU SiLU Mish Sigmoid Tanh Softmax LogSoftmax Softplus Dropout "
-    "Dropout2d Identity Flatten Unflatten".split()
-)
 
 
 class UnguardedCuda(Rule):
@@ -106,23 +98,7 @@ class UnguardedCuda(Rule):
         found = placement(self.ctx, node)
         if found is None or not found.hardcoded("cuda"):
             return
-        if found.how == "method" and self._holds_no_tensors(node.func.value):  # type: ignore[attr-defined]
-            return
         self.report(node, fix=self._fix(found), condition=self.ctx.unguarded())
-
-    def _holds_no_tensors(self, receiver: cst.BaseExpression) -> bool:
-        """`nn.BCELoss()`, `criterion = nn.MSELoss()`, `nn.ReLU()`: a module with
-        no parameters or buffers; its `.cuda()` moves nothing and never asks
-        for CUDA. Not a loss given a `weight` (a buffer)."""
-        if isinstance(receiver, cst.Name):
-            receiver = bindings.certain_source(self.ctx, receiver) or receiver
-        if not isinstance(receiver, cst.Call) or receiver.args and any(
-            a.keyword is None or a.keyword.value in ("weight", "pos_weight") for a in receiver.args
-        ):
-            return False
-        qual = self.ctx.qualify(receiver.func) or ""
-        last = qual.rsplit(".", 1)[-1]
-        return qual.startswith("torch.nn.") and (last.endswith("Loss") or last in _STATELESS_MODULES)
 
     def _fix(self, found: Placement) -> Optional[NodeFix]:
         torch = self.ctx.torch_alias()

@@ -295,7 +295,7 @@ def _may_be_assigned_accelerator(ctx: "Context", name: cst.Name, depth: int = 0)
         value = ctx.value_of(expr)
         if residence.may_be_accelerator(value.device):
             return True
-        source = _device_source(expr)
+        source = _device_source(ctx, expr)
         if source is not None:
             if depth < 3 and _may_be_assigned_accelerator(ctx, source, depth + 1):
                 return True
@@ -304,14 +304,14 @@ def _may_be_assigned_accelerator(ctx: "Context", name: cst.Name, depth: int = 0)
     return False
 
 
-def _device_source(expr: cst.BaseExpression) -> Optional[cst.Name]:
+def _device_source(ctx: "Context", expr: cst.BaseExpression) -> Optional[cst.Name]:
     """The name a device is made from: `other`, `torch.device(other)`, `str(other)`."""
     if isinstance(expr, cst.Name):
         return None if expr.value in ("None", "True", "False") else expr
     if isinstance(expr, cst.Call) and len(expr.args) == 1 and expr.args[0].keyword is None:
-        callee = dotted(expr.func)
-        if callee in ("torch.device", "device", "str") and isinstance(expr.args[0].value, cst.Name):
-            return _device_source(expr.args[0].value)
+        made = ctx.qualify(expr.func) == "torch.device" or dotted(expr.func) == "str"
+        if made and isinstance(expr.args[0].value, cst.Name):
+            return _device_source(ctx, expr.args[0].value)
     return None
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from . import torchapi
+from . import bindings, torchapi
 from .names import dotted
 from .context import keyword
 from .values import Device
@@ -78,6 +78,8 @@ def placement(ctx: "Context", call: cst.Call) -> Optional[Placement]:
             return None  # another library's `.cuda(tensor, meta=...)`
         if _narrowed_to_foreign_class(ctx, receiver):
             return None  # `if isinstance(m, HQQLinear): m.cuda(device)`: that class's own method
+        if _holds_no_tensors(ctx, receiver):
+            return None  # `nn.BCELoss().cuda()` moves nothing and never asks for CUDA
         arg = _first(call) or keyword(call, "device")
         if arg is None:
             return Placement(call, "method", None, Device(ACCELERATOR_METHODS[method], literal=True))
@@ -86,7 +88,7 @@ def placement(ctx: "Context", call: cst.Call) -> Optional[Placement]:
         return Placement(call, "method", arg, _device_or_index(ctx, arg, ACCELERATOR_METHODS[method]))
     if method == "to":
         arg = keyword(call, "device") or _first(call)
-        if arg is None or ctx.is_dtype(arg) or ctx.is_tensor(arg):
+        if arg is None or ctx.is_dtype(arg) or ctx.is_tensor(arg) or _holds_no_tensors(ctx, receiver):
             return None
         return Placement(call, "method", arg, ctx.device_of(arg))
     if method.startswith("new_") or method in torchapi.TENSOR_RETURNING_METHODS:
@@ -127,6 +129,23 @@ def _matches_signature(call: cst.Call, keywords: frozenset[str], max_positional:
         elif arg.keyword.value not in keywords:
             return False
     return positional <= max_positional
+
+
+def _holds_no_tensors(ctx: "Context", receiver: cst.BaseExpression) -> bool:
+    """`nn.BCELoss()`, `criterion = nn.MSELoss()`, `nn.ReLU()`: a torch module
+    with no parameters or buffers. Not a loss given a `weight` (a buffer)."""
+    value = ctx.value_of(receiver)
+    qual = value.cls if value.is_module else None
+    if qual is None or not qual.startswith("torch.nn."):
+        return False
+    last = qual.rsplit(".", 1)[-1]
+    if not (last.endswith("Loss") or last in torchapi.STATELESS_MODULES):
+        return False
+    if isinstance(receiver, cst.Name):
+        receiver = bindings.certain_source(ctx, receiver) or receiver
+    return isinstance(receiver, cst.Call) and not any(
+        a.keyword is None or a.keyword.value in ("weight", "pos_weight") for a in receiver.args
+    )
 
 
 def _narrowed_to_foreign_class(ctx: "Context", receiver: cst.BaseExpression) -> bool:

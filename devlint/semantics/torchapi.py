@@ -40,6 +40,13 @@ TENSOR_FUNCTIONS = FACTORIES | LIKE_FACTORIES | frozenset(
     "scaled_dot_product_attention"
 ).split())
 
+# torch.nn modules that hold no parameters or buffers (losses are told by
+# their name, `*Loss`, when given no `weight`): moving one moves nothing.
+STATELESS_MODULES = frozenset(
+    "ReLU ReLU6 LeakyReLU ELU SELU GELU SiLU Mish Sigmoid Tanh Softmax LogSoftmax Softplus Dropout "
+    "Dropout2d Identity Flatten Unflatten".split()
+)
+
 # Tensor methods that return a (new) tensor, so `t.<m>(...)` of a tensor is a tensor.
 TENSOR_RETURNING_METHODS = frozenset(
     (
