@@ -189,7 +189,7 @@ def rules_for_text(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
         for trigger in rule.triggers:
             hit = seen.get(trigger)
             if hit is None:
-                hit = seen[trigger] = trigger in text
+                hit = seen[trigger] = any(form in text for form in _forms(trigger))
             if hit:
                 active.append(rule)
                 break
@@ -209,7 +209,19 @@ def could_match(text: str, rules: Sequence[type[Rule]]) -> bool:
 
 @lru_cache(maxsize=8)
 def _triggers_by_length(rules: tuple[type[Rule], ...]) -> tuple[str, ...]:
-    return tuple(sorted({t for rule in rules for t in rule.triggers}, key=lambda t: (len(t), t)))
+    forms = {f for rule in rules for t in rule.triggers for f in _forms(t)}
+    return tuple(sorted(forms, key=lambda t: (len(t), t)))
+
+
+@lru_cache(maxsize=None)
+def _forms(trigger: str) -> tuple[str, ...]:
+    """The texts that show a trigger. A call trigger (`zeros(`) also shows as
+    the import that renames the function (`from torch import zeros as z`,
+    then `z(3)`): the call itself never spells the name."""
+    stem = trigger[:-1]
+    if trigger.endswith("(") and stem.isidentifier():
+        return (trigger, f"{stem} as ")
+    return (trigger,)
 
 
 def lint_source(text: str, filename: str, rules: Sequence[type[Rule]], prefilter: bool = True) -> FileResult:

@@ -40,6 +40,38 @@ def test_prefilter_never_changes_findings_on_the_fixtures():
             assert with_filter == without, path
 
 
+def test_prefilter_never_changes_findings_on_any_cell_alone():
+    """Each cell with only the prelude's imports: a trigger that some other
+    cell (or the prelude) happens to contain cannot hide a missing one."""
+    from devlint.verify.cells import read_snippets
+
+    checked = 0
+    for d in fixture_dirs():
+        for path in sorted(d.glob("*.py")):
+            snippets = read_snippets(path)
+            lines = snippets.text.splitlines()
+            imports = [line for line in lines[: snippets.prelude_end] if line.startswith(("import ", "from "))]
+            for cell in snippets.cells:
+                text = "\n".join(imports + lines[cell.start - 1 : cell.end]) + "\n"
+                with_filter = lint_source(text, str(path), ALL).diagnostics
+                without = lint_source(text, str(path), ALL, prefilter=False).diagnostics
+                assert with_filter == without, (path, cell.index)
+                checked += bool(without)
+    assert checked > 100
+
+
+def test_a_call_trigger_also_shows_as_the_import_that_renames_it():
+    source = (
+        "import torch.nn as nn\nfrom torch import Tensor as T\n\n"
+        "class Anchors(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.a = T([1.0, 2.0])\n\n"
+        "    def forward(self, x):\n        return x * self.a\n"
+    )
+    with_filter = lint_source(source, "renamed.py", ALL).diagnostics
+    assert [d.code for d in with_filter] == ["DEV302"]
+    assert with_filter == lint_source(source, "renamed.py", ALL, prefilter=False).diagnostics
+
+
 def test_tree_children_skip_whitespace_but_keep_every_expression():
     import libcst as cst
 

@@ -69,7 +69,7 @@ class TensorAttributeNotBuffer(Rule):
         postcondition=True,
     )
     # A factory call is in the text: in the assignment, or in a local name's.
-    triggers = tuple(f"{q.rsplit('.', 1)[1]}(" for q in sorted(torchapi.FACTORIES))
+    triggers = torchapi.HOST_FACTORY_TRIGGERS
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
@@ -114,7 +114,7 @@ class TensorAttributeNotBuffer(Rule):
             if not _is_torch_op(self.ctx.qualify(callee)):
                 return
             read_by_ops.add(method)
-        others = [v for _, v in seen.assigned_in if v is not value]
+        others = [v for _, v in seen.assigned_in if v is not value and not _reshaped_self(v, attr)]
         if any(v is None or not self._fresh_host_tensor(v) for v in others):
             return  # also assigned something else (a Parameter, a moved tensor) somewhere
         if not ((seen.read_in | read_by_ops) - {"__init__"}):
@@ -189,6 +189,22 @@ class TensorAttributeNotBuffer(Rule):
         args = list(call.args)
         args[1] = args[1].with_changes(value=value.with_changes(lpar=[], rpar=[]) if _redundant_parens(value) else value)
         return self.fix("Register it as a non-persistent buffer", [(statement, cst.Expr(call.with_changes(args=args)))])
+
+
+def _reshaped_self(expr: Optional[cst.BaseExpression], attr: str) -> bool:
+    """`self.pe.unsqueeze(0)`, `self.pe[:, :n].transpose(0, 1)`: the attribute
+    itself, reshaped where it lives (`self.pe = self.pe.unsqueeze(0)`)."""
+    while expr is not None:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _KEEPS_DEVICE:
+            expr = expr.func.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        else:
+            break
+    return (
+        isinstance(expr, cst.Attribute) and expr.attr.value == attr
+        and isinstance(expr.value, cst.Name) and expr.value.value == "self"
+    )
 
 
 # Methods that keep a tensor where it is (dtype, shape, arithmetic).

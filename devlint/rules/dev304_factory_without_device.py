@@ -11,7 +11,7 @@ from ..rule import NodeFix, Rule
 from ..semantics import Kind, classes, residence, torchapi
 from ..semantics.placements import is_cast
 from ..semantics.names import is_variable_use
-from ..semantics.tree import children
+from ..semantics.tree import children, iter_subtree
 
 # Methods of a fresh tensor that keep it where it is.
 _KEEPS_DEVICE = frozenset(
@@ -45,6 +45,8 @@ _KEEPING_FUNCTIONS = frozenset(
         "clone sum mean logical_not"
     ).split()
 ) | frozenset({"torch.nn.functional.pad", "torch.nn.functional.one_hot"})
+# `Variable(t)` has returned `t` itself since torch 0.4.
+_KEEPING_FUNCTIONS |= frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
 
 class FactoryWithoutDevice(Rule):
@@ -99,7 +101,7 @@ class FactoryWithoutDevice(Rule):
         raises="RuntimeError",
         match=r"(?i)expected .*to be on the same device",
     )
-    triggers = tuple(f"{q.rsplit('.', 1)[1]}(" for q in sorted(torchapi.FACTORIES))
+    triggers = torchapi.HOST_FACTORY_TRIGGERS
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
@@ -109,6 +111,12 @@ class FactoryWithoutDevice(Rule):
         self._resident: dict[int, set[str]] = {}
         self._params: dict[int, list[str]] = {}
         self._bound_now: set[str] = set()  # names the current assignment binds to a fresh tensor
+        # Factories a helper method returns (`def init_hidden(...): return torch.zeros(...)`),
+        # followed from where `forward` calls it; each reported once, without a fix
+        # (the tensor it meets is not in the helper's scope).
+        self._returned: dict[int, Optional[cst.Call]] = {}
+        self._remote: set[int] = set()
+        self._reported: set[int] = set()
 
     # -- the walk ------------------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -144,11 +152,53 @@ class FactoryWithoutDevice(Rule):
                 fresh.pop(name, None)  # rebound to something else (`pos = pos.to(x.device)`)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not residence.host_factory(self.ctx, node):
+        factory = node if residence.host_factory(self.ctx, node) else None
+        if factory is None and not (isinstance(node.func, cst.Attribute) and _is_self(node.func.value)):
             return
         if classes.in_forward(self.ctx) is None or residence.default_device_overridden(self.ctx):
             return
-        self._follow(node, node)
+        if factory is None:
+            factory = self._returned_factory(node.func.attr.value)  # type: ignore[attr-defined]
+            if factory is None:
+                return
+            self._remote.add(id(factory))
+        self._follow(node, factory)
+
+    def _returned_factory(self, method_name: str) -> Optional[cst.Call]:
+        """The fresh host tensor a method of this class returns on every path:
+        `return torch.zeros(n, b, h)`, or a tuple of them (an LSTM's `(h0, c0)`)."""
+        found = classes.enclosing_method(self.ctx)
+        method = classes.methods(found[0]).get(method_name) if found is not None else None
+        if method is None or method is found[1]:  # type: ignore[index]
+            return None
+        key = id(method)
+        if key not in self._returned:
+            factories: list[cst.Call] = []
+            nodes = list(iter_subtree(method.body, lambda n: isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))))
+            # `hidden = torch.zeros(...)` then `return hidden`: names bound once, to what.
+            bound: dict[str, list[cst.BaseExpression]] = {}
+            for n in nodes:
+                if type(n) is cst.Assign:
+                    for t in n.targets:  # type: ignore[attr-defined]
+                        for el in _flatten(t.target):
+                            if isinstance(el, cst.Name):
+                                bound.setdefault(el.value, []).append(n.value if el is t.target else None)  # type: ignore[attr-defined]
+                elif type(n) in (cst.AugAssign, cst.AnnAssign) and isinstance(n.target, cst.Name):  # type: ignore[attr-defined]
+                    bound.setdefault(n.target.value, []).append(None)  # type: ignore[attr-defined]
+
+            def fresh(v: cst.BaseExpression) -> Optional[cst.Call]:
+                if isinstance(v, cst.Name) and len(bound.get(v.value, ())) == 1:
+                    v = bound[v.value][0]  # type: ignore[assignment]
+                return v if isinstance(v, cst.Call) and residence.host_factory(self.ctx, v) else None
+
+            for ret in (n for n in nodes if type(n) is cst.Return):
+                values = [fresh(v) for v in _flatten(ret.value)] if ret.value is not None else []  # type: ignore[attr-defined]
+                if not values or None in values:
+                    factories = []
+                    break
+                factories.append(values[0])  # type: ignore[arg-type]
+            self._returned[key] = factories[0] if factories else None
+        return self._returned[key]
 
     def visit_Name(self, node: cst.Name) -> None:
         fresh = self._fresh.get(id(self.ctx.current_function()))
@@ -163,10 +213,12 @@ class FactoryWithoutDevice(Rule):
         if meeting.bound is not None:
             self._fresh.setdefault(id(self.ctx.current_function()), {})[meeting.bound] = factory
             self._bound_now.add(meeting.bound)
-        elif meeting.met:
+        elif meeting.met and id(factory) not in self._reported:
+            self._reported.add(id(factory))
             name = self.ctx.qualify(factory.func) or "torch.<factory>"
             direct = node is factory  # met in the expression that creates it
-            self.report(factory, self.message.format(factory=name), fix=self._fix(factory, meeting.other, direct))
+            fix = None if id(factory) in self._remote else self._fix(factory, meeting.other, direct)
+            self.report(factory, self.message.format(factory=name), fix=fix)
 
     # -- where the fresh tensor goes ---------------------------------------------
     def _climb(self) -> _Meeting:

@@ -168,6 +168,16 @@ GUARD_WORDS = NameWords(
     "mps amp half rank ranks nrank nranks ddp",
 )
 
+# Words that make a function or class accelerator-specific by its name
+# (`forward_cuda`, `CUDAGraphRunner`, `test_amp`, a library's `_setup_devices`,
+# whose branches each serve one backend). Narrower than a condition's words:
+# `init_distributed()` or `train_ddp()` runs wherever it is called, and a
+# distributed run needs no GPU (gloo).
+CUDA_NAME_WORDS = NameWords(
+    r"cuda|gpu|xpu|accel|available|device|fp16|cudnn|platform|darwin|macos",
+    "mps amp half",
+)
+
 # Tensor properties that name its device type: `t.is_cuda`, never `t.is_cuda()`.
 TENSOR_DEVICE_PROPERTIES = frozenset(
     "is_cuda is_cpu is_mps is_xpu is_meta is_ipu is_maia is_mtia is_mkldnn is_vulkan is_xla".split()
@@ -181,6 +191,11 @@ LEGACY_CPU_CONSTRUCTORS = {
     "torch.ShortTensor": "int16", "torch.IntTensor": "int32", "torch.LongTensor": "int64",
     "torch.BoolTensor": "bool", "torch.Tensor": None,
 }
+
+# Raw-text triggers of a call that makes a fresh host tensor (`residence.host_factory`):
+# every factory's name, and the legacy constructors (`torch.FloatTensor(...)`,
+# `torch.Tensor(...)`), which all end in `Tensor(`.
+HOST_FACTORY_TRIGGERS = tuple(sorted({f"{q.rsplit('.', 1)[1]}(" for q in FACTORIES} | {"Tensor("}))
 
 # Device types whose tensors always carry an index (`cuda:0`); a tensor on
 # `cpu` or `meta` reports no index.
