@@ -5,15 +5,19 @@ from typing import Optional
 import libcst as cst
 
 from ..claims import Claim
-from ..rule import Rule
+from ..rule import Report, Rule
+from ..semantics.context import Context
 from ..semantics import bindings, guards, loops, residence, torchapi
 from ..semantics.names import dotted
+from ..semantics.tree import iter_subtree
 from ..semantics.values import Kind
 
 # Tensor methods that copy device data to the host, and so wait for the GPU.
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 # Builtins that read a tensor's value on the host.
-SYNC_BUILTINS = frozenset({"float", "print"})
+SYNC_BUILTINS = frozenset({"float", "int", "bool", "print"})
+# Builtins that convert one value: `float(t)`, `int(t)`, `bool(t)`.
+_CONVERSIONS = frozenset({"float", "int", "bool"})
 # Kinds that are certainly no tensor data.
 _NOT_DATA = frozenset(
     {Kind.MODULE, Kind.OPTIMIZER, Kind.DEVICE, Kind.DEVICE_STRING, Kind.AVAILABILITY, Kind.DTYPE, Kind.OBJECT}
@@ -23,8 +27,8 @@ _NOT_DATA = frozenset(
 class HostSyncInLoop(Rule):
     """
     ## What it does
-    Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`,
-    `print(t)`, `f"{t}"` and `"%f" % t` of device tensors on every step of a training loop — a `for` or
+    Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)`,
+    `bool(t)`, `print(t)`, `f"{t}"`, `"{}".format(t)` and `"%f" % t` of device tensors on every step of a training loop — a `for` or
     `while` whose body calls `.backward()` or `optimizer.step()` — when they
     are not under a condition such as `if step % 100 == 0:`.
 
@@ -40,8 +44,9 @@ class HostSyncInLoop(Rule):
     (`.item()` of anything not known to be on the host; the others of a
     tensor or a module's output), where the code around the loop places
     anything on an accelerator (`.to(device)`, `.cuda()`,
-    `accelerator.prepare(...)`: a loop that trains on the CPU waits for
-    nothing), in the loop's body (loops nested in it included), not in a check (`assert ...`,
+    `accelerator.prepare(...)`; for a loop in a method, any method of its
+    class counts, such as `self.model.cuda()` in `__init__`: a loop that
+    trains on the CPU waits for nothing), in the loop's body (loops nested in it included), not in a check (`assert ...`,
     `self.assertEqual(...)`), not in the test of an `if` that leaves the loop
     (`if loss.item() < tol: break` must read the value now), and not under a
     condition that may skip steps:
@@ -51,6 +56,12 @@ class HostSyncInLoop(Rule):
     `if args.local_rank in [-1, 0]:`, `if is_main_process():`): that process
     reads on every one of its steps. What the loop calls `.backward()` on is
     a tensor, whatever made it (a helper, a hub model's `outputs.loss`).
+
+    A step function — one that trains on its own (`def train_step(...)`
+    calling `loss.backward()` and `optimizer.step()`) — counts as the body of
+    a training loop when the same file calls it on every step of a loop
+    (`for batch in loader: self.train_step(batch)`); called once, or only
+    under a condition, it does not.
 
     ## Example
     ```python
@@ -91,12 +102,26 @@ class HostSyncInLoop(Rule):
     )
     # An f-string always has its `f` right before the opening quote (`rf"`, `f"""` too).
     # `"%f" % t` needs a `%` somewhere (the string and the operator may be lines apart).
-    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "print(", 'f"', "f'", 'F"', "F'", "%")
+    triggers = (
+        ".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "print(", ".format(",
+        'f"', "f'", 'F"', "F'", "%",
+    )
+
+    def __init__(self, ctx: Context, sink: list[Report]) -> None:
+        super().__init__(ctx, sink)
+        # Functions of this file called on every step of a loop (`loops.step_call`
+        # names): does one such loop's function use an accelerator?
+        self._called_per_step: dict[str, bool] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
+        per_step = loops.step_call(self.ctx, node)
+        if per_step is not None:
+            name, loop = per_step
+            if not self._called_per_step.get(name):
+                self._called_per_step[name] = loops.uses_accelerator(self.ctx, loop)
         what = self._sync(node)
-        if what is not None and self._on_every_step():
-            self.report(node, self.message.format(what=what))
+        if what is not None:
+            self._report_if_every_step(node, what)
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         # `f"loss {loss:.4f}"` (in a print, a progress bar, a log call) formats
@@ -104,8 +129,7 @@ class HostSyncInLoop(Rule):
         expr = node.expression
         if self._is_sync_call(expr) or not self._may_be_device_data(expr, lenient=False):
             return
-        if self._on_every_step():
-            self.report(node, self.message.format(what="`f\"{tensor}\"`"))
+        self._report_if_every_step(node, "`f\"{tensor}\"`")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         # `"loss %.4f" % loss`, `"%d %f" % (step, loss)`: `%f` reads the value on the host.
@@ -114,15 +138,35 @@ class HostSyncInLoop(Rule):
         right = node.right
         values = [e.value for e in right.elements] if isinstance(right, cst.Tuple) else [right]
         if any(not self._is_sync_call(v) and self._may_be_device_data(v, lenient=False) for v in values):
-            if self._on_every_step():
-                self.report(node, self.message.format(what='`"%f" % tensor`'))
+            self._report_if_every_step(node, '`"%f" % tensor`')
 
-    def _on_every_step(self) -> bool:
-        """In a training loop that uses an accelerator, on every step, not in a check."""
+    def _report_if_every_step(self, node: cst.CSTNode, what: str) -> None:
+        """Report a host read that runs on every step of a training loop that uses an
+        accelerator, and is no check. In a step function (`def train_step(...)`,
+        which trains on its own), only once the file is known to call it on every
+        step of a loop."""
+        message = self.message.format(what=what)
         loop = loops.training_loop(self.ctx)
-        if loop is None or loops.periodic(self.ctx, loop) or not loops.uses_accelerator(self.ctx, loop):
-            return False
-        return not self._checks_a_value(loop)
+        if loop is not None:
+            if not loops.periodic(self.ctx, loop, self._reads) and loops.uses_accelerator(self.ctx, loop):
+                if not self._checks_a_value(loop):
+                    self.report(node, message)
+            return
+        step = loops.step_function(self.ctx)
+        if step is None or loops.periodic(self.ctx, step, self._reads) or self._checks_a_value(step):
+            return
+        name = loops.step_name(self.ctx, step)
+        places = loops.uses_accelerator(self.ctx, step)
+        called = self._called_per_step
+
+        def called_on_every_step() -> bool:
+            return name in called and (places or called[name])
+
+        self.report(node, message, condition=called_on_every_step)
+
+    def _reads(self, branch: cst.BaseExpression) -> bool:
+        """Does this branch of a conditional expression read device data too?"""
+        return any(type(n) is cst.Call and self._sync(n) is not None for n in iter_subtree(branch))
 
     def _checks_a_value(self, loop: cst.CSTNode) -> bool:
         """Inside `assert ...` or `self.assertEqual(...)`/`assert_close(...)`: a
@@ -160,9 +204,18 @@ class HostSyncInLoop(Rule):
             if method != "item" and self._may_be_device_data(receiver, lenient=False):
                 return f"`.{method}()`"
             return None
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "format"
+            and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString))
+        ):
+            # `"{:.4f}".format(loss)`: `Tensor.__format__` reads the value, like an f-string.
+            if any(not a.star and not self._is_sync_call(a.value) and self._may_be_device_data(a.value, lenient=False) for a in call.args):
+                return '`"{}".format(tensor)`'
+            return None
         if isinstance(func, cst.Name) and func.value in SYNC_BUILTINS and self.ctx.lookup(func.value) is None:
             args = [a.value for a in call.args if a.keyword is None and not a.star]
-            if func.value == "float" and len(args) != 1:
+            if func.value in _CONVERSIONS and len(args) != 1:
                 return None
             if any(not self._is_sync_call(a) and self._may_be_device_data(a, lenient=False) for a in args):
                 return f"`{func.value}(tensor)`"
@@ -194,7 +247,7 @@ class HostSyncInLoop(Rule):
         name = dotted(expr)
         if name is None or self.ctx.value_of(expr).kind is not Kind.UNKNOWN:
             return False
-        loop = loops.training_loop(self.ctx)
+        loop = loops.training_loop(self.ctx) or loops.step_function(self.ctx)
         if loop is None or name not in loops.backward_targets(self.ctx, loop):
             return False
         if not isinstance(expr, cst.Name):

@@ -13,8 +13,16 @@
   `if verbose:`, `if torch.isnan(loss):`, anything that compares, calls or
   indexes? Only tests made of plain flags (`if use_amp:`, `if scaler is not
   None:`, `if accelerator.is_main_process:`) are taken to hold on every step.
-- `uses_accelerator(ctx, loop)`: does the function around the loop, or the
-  module's own code, put anything on a device that may be an accelerator (`.to(device)`,
+- `step_function(ctx)`: the function around the current node when it is one
+  step of training — its own body calls `.backward()` or `optimizer.step()`,
+  outside any loop — and the node is in no loop inside it. Called on every
+  step of a loop (`for batch in loader: loss = self.train_step(batch)`), each
+  of its lines runs on every step. `step_call(ctx, call)` names such a call
+  for matching (`"self.train_step"`, `"train_step"`), `step_name(ctx, func)`
+  names the function the same way.
+- `uses_accelerator(ctx, loop)`: does the function around the loop, the
+  module's own code, or (for a loop in a method) another method of the same
+  class, put anything on a device that may be an accelerator (`.to(device)`,
   `.cuda()`, `device=...`) or hand its objects to a library that does
   (`accelerator.prepare(...)`, `fabric.setup(...)`)? A loop that trains on
   the CPU only waits for nothing.
@@ -23,11 +31,11 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 import libcst as cst
 
-from . import bindings
+from . import bindings, classes
 from .names import dotted
 from .values import Kind
 from .tree import children, iter_subtree
@@ -72,8 +80,68 @@ def training_loop(ctx: "Context") -> Optional[Loop]:
     return None
 
 
-def periodic(ctx: "Context", loop: Loop) -> bool:
-    """Is the current node under a condition, inside `loop`, that may skip steps?"""
+def step_function(ctx: "Context") -> Optional[cst.FunctionDef]:
+    """The function around the current node, if it trains on its own (outside
+    loops) and the node is in its body, in no loop or nested scope inside it."""
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        node = stack[i]
+        if isinstance(node, (cst.For, cst.While, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(node, cst.FunctionDef):
+            if stack[i + 1] is not node.body:
+                return None  # a default value or a decorator
+            cache: dict[int, bool] = ctx.__dict__.setdefault("_loops_step_functions", {})
+            if id(node) not in cache:
+                cache[id(node)] = _body_trains(ctx, node.body)
+            return node if cache[id(node)] else None
+    return None
+
+
+def step_name(ctx: "Context", func: cst.FunctionDef) -> str:
+    """How a call inside the same file reaches `func`: `self.<name>` for a
+    method of the current class, the plain name otherwise."""
+    cls = ctx.current_class()
+    if cls is not None and any(s is func for s in cls.node.body.body):
+        return f"{cls.name}.self.{func.name.value}"
+    return func.name.value
+
+
+def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
+    """A call of a function of this file (`self.train_step(batch)`,
+    `train_one_batch(...)`) on every step of a loop, with that loop; named as
+    `step_name` names functions."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        name = func.value
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        cls = ctx.current_class()
+        if cls is None:
+            return None
+        name = f"{cls.name}.self.{func.attr.value}"
+    else:
+        return None
+    if f"def {name.rsplit('.', 1)[-1]}(" not in ctx.source:
+        return None  # not a function of this file (cheap: most calls are not)
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        node = stack[i]
+        if isinstance(node, _STOP):
+            return None
+        if isinstance(node, (cst.For, cst.While)) and stack[i + 1] is node.body:
+            return None if periodic(ctx, node) else (name, node)
+    return None
+
+
+def periodic(
+    ctx: "Context",
+    loop: Union[Loop, cst.FunctionDef],
+    does_it_too: Optional[Callable[[cst.BaseExpression], bool]] = None,
+) -> bool:
+    """Is the current node under a condition, inside `loop` (or a step
+    function), that may skip steps? Not the first branch of a conditional
+    expression whose other branch `does_it_too` (`a.item() if c else
+    b.item()`: either way, a read on every step)."""
     stack = ctx.stack
     start = next(i for i, n in enumerate(stack) if n is loop)
     for i in range(start + 1, len(stack) - 1):
@@ -81,7 +149,9 @@ def periodic(ctx: "Context", loop: Loop) -> bool:
         if isinstance(node, cst.If) and child is not node.test and not _every_step(ctx, node.test):
             return True
         if isinstance(node, cst.IfExp) and child is not node.test and not _every_step(ctx, node.test):
-            return True
+            # The read in the first branch stands for both: one of them runs.
+            if child is not node.body or does_it_too is None or not does_it_too(node.orelse):
+                return True
         if isinstance(node, cst.BooleanOperation) and child is node.right and not _every_step(ctx, node.left):
             return True
         if isinstance(node, cst.Else) and i > 0 and isinstance(stack[i - 1], cst.If):
@@ -96,7 +166,7 @@ def _every_step(ctx: "Context", test: cst.BaseExpression) -> bool:
         return _every_step(ctx, test.expression)
     if isinstance(test, cst.BooleanOperation):
         return _every_step(ctx, test.left) and _every_step(ctx, test.right)
-    if _main_process(test):
+    if main_process(test):
         return True
     if isinstance(test, cst.Comparison):
         # `scaler is not None`
@@ -117,10 +187,11 @@ def _every_step(ctx: "Context", test: cst.BaseExpression) -> bool:
 _PROCESS_WORDS = re.compile(r"(^|_)(rank|local_rank|global_rank|main_process|local_main_process|master|rank_zero)$", re.I)
 
 
-def _main_process(test: cst.BaseExpression) -> bool:
+def main_process(test: cst.BaseExpression, strict: bool = False) -> bool:
     """`rank == 0`, `args.local_rank in [-1, 0]`, `dist.get_rank() == 0`,
     `is_main_process()`: it picks a process, and holds on every one of its
-    steps (the main process logs every step)."""
+    steps (the main process logs every step). `strict`: the main one only,
+    not `local_rank == -1` (which asks whether the run is distributed)."""
     if isinstance(test, cst.Call):
         name = dotted(test.func)
         return name is not None and not test.args and bool(_PROCESS_WORDS.search(name.rsplit(".", 1)[-1].removeprefix("is_")))
@@ -132,9 +203,21 @@ def _main_process(test: cst.BaseExpression) -> bool:
     name = dotted(left)
     if name is None or not _PROCESS_WORDS.search(name.rsplit(".", 1)[-1].removeprefix("get_")):
         return False
+    if strict:
+        values = [e.value for e in comparator.elements] if isinstance(comparator, (cst.List, cst.Tuple, cst.Set)) else [comparator]
+        ints = [_int_value(v) for v in values]
+        return 0 in ints and all(i in (0, -1) for i in ints)
     if isinstance(comparator, (cst.List, cst.Tuple, cst.Set)):
         return all(_small_int(e.value) for e in comparator.elements)
     return _small_int(comparator)
+
+
+def _int_value(expr: cst.BaseExpression) -> Optional[int]:
+    """`0`, `-1`: the literal's value."""
+    sign = 1
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr, sign = expr.expression, -1
+    return sign * int(expr.value) if isinstance(expr, cst.Integer) and expr.value.isdigit() else None
 
 
 def _small_int(expr: cst.BaseExpression) -> bool:
@@ -173,7 +256,7 @@ def _trains_call(ctx: "Context", call: cst.Call) -> bool:
     return False
 
 
-def backward_targets(ctx: "Context", loop: Loop) -> frozenset[str]:
+def backward_targets(ctx: "Context", loop: Union[Loop, cst.FunctionDef]) -> frozenset[str]:
     """The names the loop's body differentiates (dotted): `loss` in `loss.backward()`,
     `outputs.loss` in `(outputs.loss / n).backward()`,
     `scaler.scale(loss).backward()`, `accelerator.backward(loss)`,
@@ -255,25 +338,69 @@ def is_optimizer(ctx: "Context", expr: cst.BaseExpression) -> bool:
 _PLACING_LIBRARY_CALLS = re.compile(r"(^|\.)(prepare|prepare_model|setup|setup_dataloaders)$")
 
 
-def uses_accelerator(ctx: "Context", loop: Loop) -> bool:
+def uses_accelerator(ctx: "Context", loop: Union[Loop, cst.FunctionDef]) -> bool:
     scope = _scope_of(ctx, loop)
-    return _scope_places(ctx, scope) or (scope is not ctx.stack[0] and _scope_places(ctx, ctx.stack[0]))
+    if _scope_places(ctx, scope) or (scope is not ctx.stack[0] and _scope_places(ctx, ctx.stack[0])):
+        return True
+    # A method's loop trains what the object set up: `self.model.cuda()` in
+    # `__init__`, the batch moved in a `self._step(x)` helper.
+    # Only what the object keeps counts there (`self.model`, `self.device`):
+    # a helper's own `device` parameter says nothing about this loop.
+    info = ctx.current_class()
+    return info is not None and any(
+        method is not scope and _scope_places(ctx, method, of_self=True) for method in classes.methods(info).values()
+    )
 
 
-def _scope_places(ctx: "Context", scope: cst.CSTNode) -> bool:
-    """Does the code of `scope` itself (not the functions it defines) place anything on an accelerator?"""
-    cache: dict[int, bool] = ctx.__dict__.setdefault("_loops_accelerator", {})
-    key = id(scope)
+def _scope_places(ctx: "Context", scope: cst.CSTNode, of_self: bool = False) -> bool:
+    """Does the code of `scope` itself (not the functions it defines) place anything on an accelerator?
+    `of_self`: only the object's own things, or anything onto the object's device."""
+    cache: dict[tuple[int, bool], bool] = ctx.__dict__.setdefault("_loops_accelerator", {})
+    key = (id(scope), of_self)
     if key not in cache:
         cache[key] = any(
-            isinstance(node, cst.Call) and _places_on_accelerator(ctx, node)
+            isinstance(node, cst.Call) and (not of_self or _of_self(node)) and _places_on_accelerator(ctx, node)
             for node in iter_subtree(scope, lambda n: isinstance(n, _STOP) and n is not scope)
         )
     return cache[key]
 
 
-def _scope_of(ctx: "Context", loop: Loop) -> cst.CSTNode:
-    """The function around `loop` (or the module)."""
+_ACCELERATOR_WORDS = re.compile(r"cuda|gpu|mps|xpu|accelerat|device_map|nccl", re.I)
+
+
+def file_may_use_accelerator(ctx: "Context") -> bool:
+    """Could this file's code run anything on an accelerator? No, only when its
+    text never names one (`cuda`, `gpu`, `mps`, `accelerator`...) and no call
+    anywhere in it places data on a device that may be one (`.to(device)`)."""
+    memo = ctx.memo.get("file-may-use-accelerator")
+    if memo is None:
+        module = ctx.stack[0] if ctx.stack else None
+        memo = bool(_ACCELERATOR_WORDS.search(ctx.source)) or module is None or any(
+            type(node) is cst.Call and _places_on_accelerator(ctx, node) for node in iter_subtree(module)
+        )
+        ctx.memo["file-may-use-accelerator"] = memo
+    return bool(memo)
+
+
+def _of_self(call: cst.Call) -> bool:
+    """`self.model.cuda()`, `self.net.to(device)`, `x.to(self.device)`, `x.cuda()`."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return any((dotted(a.value) or "").startswith("self.") for a in call.args)
+    if func.attr.value == "cuda":
+        return True
+    root = func.value
+    while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+        root = root.func if isinstance(root, cst.Call) else root.value
+    if isinstance(root, cst.Name) and root.value == "self":
+        return True
+    return any((dotted(a.value) or "").startswith("self.") for a in call.args)
+
+
+def _scope_of(ctx: "Context", loop: Union[Loop, cst.FunctionDef]) -> cst.CSTNode:
+    """The function around `loop` (or the module); a step function is its own."""
+    if isinstance(loop, cst.FunctionDef):
+        return loop
     stack = ctx.stack
     index = next(i for i, n in enumerate(stack) if n is loop)
     for node in reversed(stack[:index]):

@@ -115,7 +115,8 @@ def target_may_be_accelerator(ctx: "Context", expr: Optional[cst.BaseExpression]
 
 # Objects whose `.device` is the run's chosen device (not some tensor's).
 _DEVICE_HOLDERS = frozenset(
-    "self args opt opts cfg config conf hparams accelerator trainer training_args state fabric "
+    "self args arg opt opts cfg cfgs config configs conf hparams hparam hp hps hyperparams hyper_params "
+    "params settings options flags FLAGS accelerator trainer training_args state fabric "
     "strategy model pipe pipeline engine runner".split()
 )
 
