@@ -7,7 +7,9 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
-from ..semantics import Kind, keyword
+from ..semantics import Kind, bindings, keyword, loops
+from ..semantics.names import dotted
+from ..semantics.tree import children
 from ..semantics.placements import LOADERS
 
 
@@ -30,9 +32,13 @@ class LoadWithoutMapLocation(Rule):
     not flagged; nor is an in-memory round trip: loading an `io.BytesIO` in
     a file whose own `torch.save` writes into one (a broadcast, results sent
     back by a worker process), or reading back the path the same function
-    just saved to (`torch.save(model, path)`, then `torch.load(path)`): this
-    run wrote it, on this machine. Bytes from elsewhere — a file, a network
-    response — are still checkpoints from another machine.
+    just saved to (`torch.save(model, path)`, then `torch.load(path)`, also
+    through a name, or after handing the model and the folder to a helper
+    such as `early_stopping(val_loss, model, path)`): this run wrote it, on
+    this machine. Nor is a file that never names or uses an accelerator
+    reading back a path its own `torch.save` writes: its checkpoints hold CPU
+    tensors. Bytes from elsewhere — a file, a network response — are still
+    checkpoints from another machine.
 
     ## Example
     ```python
@@ -70,7 +76,11 @@ class LoadWithoutMapLocation(Rule):
         self._buffers: dict[int, set[str]] = {}  # per scope: names bound to an io.BytesIO
         self._saves_to_memory = False  # the file torch.saves into an in-memory buffer
         self._saved: dict[int, set[str]] = {}  # per scope: the paths torch.save wrote so far
+        self._saved_in_file: set[str] = set()  # every path the file's torch.save calls write
         self._opened: dict[int, dict[str, str]] = {}  # per scope: `with open(path) as f`, f -> path
+        # Per scope: names given to a call together with a model so far
+        # (`early_stopping(val_loss, model, path)`): where a helper may have saved it.
+        self._handed_with_model: dict[int, set[str]] = {}
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         call, target = node.item, node.asname.name if node.asname else None
@@ -97,8 +107,10 @@ class LoadWithoutMapLocation(Rule):
                 self._saves_to_memory = True
             elif target is not None:
                 self._saved.setdefault(id(self.ctx.scopes[-1].node), set()).add(self._path(target))
+                self._saved_in_file.add(self._path(target))
             return
         if qual not in LOADERS or any(arg.star for arg in node.args):
+            self._note_model_handed_over(node)
             return
         func = "torch.jit.load" if "jit" in qual else "torch.load"
         where = _argument(node, 1, "map_location")
@@ -111,13 +123,66 @@ class LoadWithoutMapLocation(Rule):
             condition = lambda: not self._saves_to_memory and unguarded()  # noqa: E731
         if where is None or (isinstance(where, cst.Name) and where.value == "None"):
             source = _argument(node, 0, "f")
-            if source is not None and self._path(source) in self._saved.get(id(self.ctx.scopes[-1].node), ()):
+            if source is not None and self._written_by_this_run(source):
                 return  # what this run just saved, on this machine: a round trip
+            if source is not None and not loops.file_may_use_accelerator(self.ctx):
+                # A file that never touches an accelerator, reading back a path its
+                # own `torch.save` writes (`save_model` / `load_model`): CPU tensors.
+                path, saved, before = self._path(source), self._saved_in_file, condition
+                condition = lambda: path not in saved and before()  # noqa: E731
             self.report(node, self.message.format(func=func), fix=self._fix(node, where), condition=condition)
             return
         device = self.ctx.device_of(where)
         if device is not None and device.hardcoded("cuda"):
             self.report(node, self.literal_message.format(func=func), condition=unguarded)
+
+    def _written_by_this_run(self, source: cst.BaseExpression) -> bool:
+        """Did the same function just write this path? With `torch.save` to the
+        same text (also through a name: `best = path + "/ckpt.pth"`), or with
+        a helper it handed the model and the path's folder to
+        (`early_stopping(val_loss, model, path)`, then
+        `torch.load(path + "/checkpoint.pth")`)."""
+        scope = id(self.ctx.scopes[-1].node)
+        saved = self._saved.get(scope, set())
+        handed = self._handed_with_model.get(scope, set())
+        candidates = [source]
+        if isinstance(source, cst.Name):
+            candidates += bindings.assigned_expressions(self.ctx, source)
+        for candidate in candidates:
+            if self._path(candidate) in saved:
+                return True
+            if handed and any(dotted(n) in handed for n in _whole_names(candidate)):
+                return True
+        return False
+
+    def _note_model_handed_over(self, call: cst.Call) -> None:
+        """`early_stopping(val_loss, self.model, path)`, `save_checkpoint(model,
+        opt, ckpt_dir)`: remember the other names handed over with the model."""
+        values = [a.value for a in call.args if not a.star]
+        if len(values) < 2 or not any(self._is_model(v) for v in values):
+            return
+        callee = self.ctx.qualify(call.func) or dotted(call.func) or ""
+        if callee.split(".", 1)[0] in ("os", "pathlib", "shutil", "glob") or isinstance(call.func, cst.Attribute) and isinstance(call.func.value, (cst.SimpleString, cst.FormattedString)):
+            return  # a path being built, not a model being saved
+        names = {dotted(v) for v in values if type(v) in (cst.Name, cst.Attribute) and not self._is_model(v)}
+        names.discard(None)
+        if names:
+            self._handed_with_model.setdefault(id(self.ctx.scopes[-1].node), set()).update(names)  # type: ignore[arg-type]
+
+    def _is_model(self, expr: cst.BaseExpression) -> bool:
+        """A module, or its state: `model`, `self.net`, `model.state_dict()`."""
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "state_dict":
+            return True
+        if self.ctx.value_of(expr).is_module:
+            return True
+        # By its name: `model`, `self.net` (not `args.model`, which names one).
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            leaf = expr.attr.value.lower()
+        elif isinstance(expr, cst.Name):
+            leaf = expr.value.lower()
+        else:
+            return False
+        return leaf in ("model", "net", "network") or leaf.endswith(("_model", "_net"))
 
     def _path(self, expr: cst.BaseExpression) -> str:
         """The path a save or load names: its text, or for a file object from
@@ -173,6 +238,22 @@ class LoadWithoutMapLocation(Rule):
 def _source(expr: cst.BaseExpression) -> str:
     """A path expression as written (`ckpt_path`, `"model.pt"`, `os.path.join(d, "m.pt")`)."""
     return cst.Module([]).code_for_node(expr)
+
+
+def _whole_names(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The names and attribute chains an expression is built from, whole:
+    `args.checkpoint`, not `args` inside it; `folder` in `os.path.join(folder, "x")`."""
+    found: list[cst.BaseExpression] = []
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if type(node) in (cst.Name, cst.Attribute):
+            found.append(node)  # type: ignore[arg-type]
+        elif type(node) is cst.Call:
+            stack.extend(a.value for a in node.args)  # type: ignore[attr-defined]  # not the function's name
+        else:
+            stack.extend(children(node))
+    return found
 
 
 def _argument(call: cst.Call, index: int, name: str) -> Optional[cst.BaseExpression]:

@@ -4,6 +4,7 @@ every node, before and after the rules see it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any, Callable, Optional
 
@@ -568,6 +569,11 @@ def keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     return None
 
 
+# What stands for the index in `"cuda:%d" % i`, `"cuda:%02d"`, `"cuda:{}".format(i)`,
+# `"cuda:{:d}"`, `"cuda:{rank}"` (nothing for `"cuda:" + str(i)` and f-strings).
+_INDEX_PLACEHOLDER = re.compile(r"|%[-+ #0]*\d*[dis]|\{\w*(?::[^{}]*)?\}")
+
+
 def _built_device_string(expr: cst.BaseExpression) -> Optional[Value]:
     """A device string built at run time whose type is written out:
     `f"cuda:{rank}"`, `"cuda:" + str(i)`, `"cuda:%d" % i` — the type is as
@@ -584,7 +590,7 @@ def _built_device_string(expr: cst.BaseExpression) -> Optional[Value]:
     if prefix is None:
         return None
     device_type, colon, rest = prefix.partition(":")
-    if not colon or device_type not in torchapi.DEVICE_TYPES or rest not in ("", "%d", "%s", "%i", "{}", "{0}"):
+    if not colon or device_type not in torchapi.DEVICE_TYPES or not _INDEX_PLACEHOLDER.fullmatch(rest):
         return None
     return Value(Kind.DEVICE_STRING, Device(device_type, literal=True))
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Sequence
 
 import libcst as cst
 
-from . import torchapi
+from . import classes, loops, torchapi
 from .libraries import imports_cuda_only_library
 from .names import dotted
 from .values import Kind
@@ -51,6 +51,8 @@ def _identifiers(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
             continue
         if kind is cst.Lambda or kind is cst.FunctionDef or kind is cst.ClassDef:
             continue
+        if kind is cst.Comparison and loops.main_process(node, strict=True):  # type: ignore[arg-type]
+            continue  # `rank == 0` picks the main process; every machine has one
         stack.extend(children(node))
 
 
@@ -109,7 +111,7 @@ class GuardKind:
 
 
 # Code reached only where an accelerator is: the guard of `.cuda()`.
-AVAILABILITY = GuardKind(mentions_availability, torchapi.GUARD_WORDS, True, cuda_only_code=True)
+AVAILABILITY = GuardKind(mentions_availability, torchapi.CUDA_NAME_WORDS, True, cuda_only_code=True)
 # Code reached only where enough GPUs are: the guard of `'cuda:1'`.
 DEVICE_COUNT = GuardKind(mentions_device_count, torchapi.COUNT_WORDS, False)
 
@@ -129,6 +131,11 @@ def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
         bound = ctx.lookup(ident.value)
         return bound is not None and bound.kind is Kind.TRUE_CONSTANT
     if isinstance(ident, cst.Attribute) and isinstance(ident.value, cst.Name):
+        if ident.value.value == "self":
+            # `self.use_gpu`, copied in `__init__` from `use_gpu=True`
+            info = ctx.current_class()
+            if info is not None and classes.true_by_default(info, ident.attr.value):
+                return True
         return ident.attr.value in ctx.true_default_options
     return False
 
