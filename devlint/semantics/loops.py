@@ -121,7 +121,7 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
         name = f"{cls.name}.self.{func.attr.value}"
     else:
         return None
-    if f"def {name.rsplit('.', 1)[-1]}(" not in ctx.source:
+    if name.rsplit(".", 1)[-1] not in _defined_names(ctx):
         return None  # not a function of this file (cheap: most calls are not)
     stack = ctx.stack
     for i in range(len(stack) - 2, -1, -1):
@@ -131,6 +131,17 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
         if isinstance(node, (cst.For, cst.While)) and stack[i + 1] is node.body:
             return None if periodic(ctx, node) else (name, node)
     return None
+
+
+_DEF = re.compile(r"\bdef\s+(\w+)\s*\(")
+
+
+def _defined_names(ctx: "Context") -> frozenset[str]:
+    """The names the file's text defines functions under, read once per file."""
+    names = ctx.memo.get("defined-function-names")
+    if names is None:
+        names = ctx.memo["defined-function-names"] = frozenset(_DEF.findall(ctx.source))
+    return names  # type: ignore[return-value]
 
 
 def periodic(
