@@ -71,3 +71,21 @@ def test_a_step_function_called_once_or_now_and_then_does_not():
     sometimes = "    for i, x in enumerate(batches):\n        if i % 10 == 0:\n            update(model, opt, x)"
     assert rows(STEP.format(body=once)) == []
     assert rows(STEP.format(body=sometimes)) == []
+
+
+def test_a_device_kept_in_a_settings_dict_or_named_as_an_id_is_the_runs_device():
+    loop = """\
+import torch
+
+
+def train(model, opt, loader, cfg, device_id):
+    for x, y in loader:
+        loss = (model(x.to({target})) - y.to({target})).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(loss.item())
+"""
+    assert rows(loop.format(target='cfg["device"]')) == [10]
+    assert rows(loop.format(target="device_id")) == [10]
+    assert rows(loop.format(target='cfg["name"]')) == []

@@ -7,7 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import Rule
-from ..semantics import residence
+from ..semantics import guards, residence
 
 _NUMPY_CONVERTERS = frozenset({"numpy.array", "numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray"})
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
@@ -65,6 +65,8 @@ class NumpyOnDeviceTensor(Rule):
             return
         if not residence.may_be_accelerator(residence.data_device(self.ctx, tensor)):
             return
+        if guards.on_host_path(self.ctx):
+            return  # `if device == "cpu": pred.numpy()`: only reached on the CPU
         self.report(node, fix=self.fix("Copy to the host with `.cpu()` first", [(tensor, _cpu(tensor))]))
 
     def _converted(self, node: cst.Call) -> Optional[cst.BaseExpression]:

@@ -29,9 +29,9 @@ class PinMemoryWithoutAccelerator(Rule):
     Traps that are not flagged: `pin_memory=torch.cuda.is_available()`,
     `pin_memory=use_cuda`, `pin_memory=args.pin_memory`, a keyword dict built
     under `if use_cuda:`, and any DataLoader inside a guarded branch. Nor is a
-    loader in a function (or a script's module code) that places data on CUDA
-    unguarded (DEV101): it cannot run without a GPU, and the pinning warning
-    would only repeat that.
+    loader in a function that places data on CUDA unguarded (DEV101), or in
+    a file whose own module code (its `__main__` block included) does: it
+    cannot run without a GPU, and the pinning warning would only repeat that.
 
     ## Example
     ```python
@@ -85,10 +85,13 @@ class PinMemoryWithoutAccelerator(Rule):
             ):
                 unguarded = self.ctx.unguarded()
                 needs_cuda = self._needs_cuda.setdefault(id(self.ctx.scopes[-1].node), [])
+                # The script's own top-level code (its main block included) too:
+                # if that needs CUDA unguarded, the file never runs without a GPU.
+                script_needs = self._needs_cuda.setdefault(id(self.ctx.scopes[0].node), [])
                 self.report(
                     arg,
                     fix=self._fix(arg.value),
-                    condition=lambda: unguarded() and not any(crashes() for crashes in needs_cuda),
+                    condition=lambda: unguarded() and not any(crashes() for crashes in (*needs_cuda, *script_needs)),
                 )
 
     def _fix(self, value: cst.Name) -> Optional[NodeFix]:

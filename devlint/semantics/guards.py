@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Optional, Sequence
 
 import libcst as cst
 
@@ -138,6 +138,66 @@ def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
                 return True
         return ident.attr.value in ctx.true_default_options
     return False
+
+
+def on_host_path(ctx: "Context") -> bool:
+    """Is the current node reached only when the run is on the CPU? The body of
+    `if device == "cpu":`, `if device.type == "cpu":`, `if not use_cuda:`,
+    `if not torch.cuda.is_available():`, or the `else` of `if use_cuda:`,
+    `if device != "cpu":` (conditional expressions alike)."""
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        node, child = stack[i], stack[i + 1]
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(node, (cst.If, cst.IfExp)) and child is not node.test:
+            host_when_true = _host_test(ctx, node.test)
+            if host_when_true is not None and host_when_true == (child is node.body):
+                return True
+    return False
+
+
+def _host_test(ctx: "Context", test: cst.BaseExpression) -> Optional[bool]:
+    """True: the test holds only on the CPU; False: only with an accelerator;
+    None: it says neither."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _host_test(ctx, test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        if not isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
+            return None
+        sides = [test.left, test.comparisons[0].comparator]
+        texts = [s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)]
+        others = [s for s in sides if not isinstance(s, cst.SimpleString)]
+        if len(texts) != 1 or len(others) != 1 or not isinstance(texts[0], str):
+            return None
+        other = others[0]
+        subject = _unwrap_str(other)
+        device_like = (
+            (isinstance(other, cst.Attribute) and other.attr.value == "type")  # `where.type`
+            or ctx.value_of(subject).kind in (Kind.DEVICE, Kind.DEVICE_STRING)
+            or torchapi.GUARD_WORDS.search(dotted(subject) or "")  # `device`, `args.device`, `str(device)`
+        )
+        if not device_like:
+            return None
+        kind = texts[0].split(":", 1)[0]
+        if kind not in ("cpu", "cuda"):
+            return None
+        equal = isinstance(op, (cst.Equal, cst.Is))
+        return equal if kind == "cpu" else not equal
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Call)) and mentions_availability(ctx, test):
+        return False
+    return None
+
+
+def _unwrap_str(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`str(device)` -> `device`; `device.type` -> `device`."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "str" and len(expr.args) == 1:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
+        expr = expr.value
+    return expr
 
 
 def exits(body: cst.BaseSuite) -> bool:

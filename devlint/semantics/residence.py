@@ -41,7 +41,9 @@ HOST_DEFAULT = Device("cpu")
 # Names that, as the argument of `.to(...)` / `device=`, name a device (and so
 # may name an accelerator): `device`, `self.device`, `args.device`,
 # `torch_device`, `local_rank`, `gpu_id`. Not dtypes, not tensors.
-_DEVICE_WORD = re.compile(r"(^|_)(device|dev|devices|rank|local_rank|gpu|gpu_id|gpus|cuda)$", re.I)
+_DEVICE_WORD = re.compile(
+    r"(^|_)(device|dev|devices|device_id|device_ids|rank|local_rank|gpu|gpu_id|gpu_ids|gpus|cuda|cuda_id)$", re.I
+)
 
 # Factories whose first positional arguments are a shape (or sizes).
 SHAPE_FACTORIES = frozenset(
@@ -93,6 +95,11 @@ def looks_like_device(expr: cst.BaseExpression) -> bool:
         leaf = expr.attr.value
     elif isinstance(expr, cst.Name):
         leaf = expr.value
+    elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+        key = expr.slice[0].slice
+        if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+            text = key.value.evaluated_value  # `cfg["device"]`, `Ps["device"]`
+            leaf = text if isinstance(text, str) else None
     return leaf is not None and bool(_DEVICE_WORD.search(leaf))
 
 
