@@ -8,7 +8,7 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
-from ..semantics import Kind, classes, residence, torchapi
+from ..semantics import Kind, bindings, classes, residence, torchapi
 from ..semantics.placements import is_cast
 from ..semantics.names import is_variable_use
 from ..semantics.tree import children, iter_subtree
@@ -174,24 +174,18 @@ class FactoryWithoutDevice(Rule):
         key = id(method)
         if key not in self._returned:
             factories: list[cst.Call] = []
-            nodes = list(iter_subtree(method.body, lambda n: isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))))
-            # `hidden = torch.zeros(...)` then `return hidden`: names bound once, to what.
-            bound: dict[str, list[cst.BaseExpression]] = {}
-            for n in nodes:
-                if type(n) is cst.Assign:
-                    for t in n.targets:  # type: ignore[attr-defined]
-                        for el in _flatten(t.target):
-                            if isinstance(el, cst.Name):
-                                bound.setdefault(el.value, []).append(n.value if el is t.target else None)  # type: ignore[attr-defined]
-                elif type(n) in (cst.AugAssign, cst.AnnAssign) and isinstance(n.target, cst.Name):  # type: ignore[attr-defined]
-                    bound.setdefault(n.target.value, []).append(None)  # type: ignore[attr-defined]
+            sites = bindings.scan(self.ctx, method).sites
 
             def fresh(v: cst.BaseExpression) -> Optional[cst.Call]:
-                if isinstance(v, cst.Name) and len(bound.get(v.value, ())) == 1:
-                    v = bound[v.value][0]  # type: ignore[assignment]
+                # `hidden = torch.zeros(...)` then `return hidden`: a name bound once.
+                if isinstance(v, cst.Name):
+                    bound = sites.get(v.value, [])
+                    v = bound[0].value if len(bound) == 1 and bound[0].kind == "assign" else None  # type: ignore[assignment]
                 return v if isinstance(v, cst.Call) and residence.host_factory(self.ctx, v) else None
 
-            for ret in (n for n in nodes if type(n) is cst.Return):
+            nested = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+            returns = (n for n in iter_subtree(method.body, lambda n: isinstance(n, nested)) if type(n) is cst.Return)
+            for ret in returns:
                 values = [fresh(v) for v in _flatten(ret.value)] if ret.value is not None else []  # type: ignore[attr-defined]
                 if not values or None in values:
                     factories = []

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
+from . import bindings
 from .names import dotted
 from .scopes import ClassInfo
-from .tree import children, iter_subtree
+from .tree import children
 
 if TYPE_CHECKING:
     from .context import Context
@@ -159,10 +160,11 @@ def attributes(info: ClassInfo) -> ClassAttributes:
     return cached  # type: ignore[return-value]
 
 
-def true_by_default(info: ClassInfo, attr: str) -> bool:
+def true_by_default(ctx: "Context", info: ClassInfo, attr: str) -> bool:
     """Is `self.<attr>` a flag that is on unless the caller says otherwise?
-    Every assignment gives it `True`, or a parameter of the method whose
-    default is `True` (`def __init__(self, cuda=True): self.cuda = cuda`)."""
+    Every assignment gives it `True`, or a parameter of the method, never
+    rebound there, whose default is `True` (`def __init__(self, cuda=True):
+    self.cuda = cuda`)."""
     assigned = attributes(info).get(attr).assigned_in
     if not assigned:
         return False
@@ -173,23 +175,11 @@ def true_by_default(info: ClassInfo, attr: str) -> bool:
         method = table.get(method_name)
         if not isinstance(value, cst.Name) or method is None:
             return False
-        params = [*method.params.params, *method.params.kwonly_params]
-        default = next((p.default for p in params if p.name.value == value.value), None)
+        sites = bindings.scan(ctx, method).sites.get(value.value, [])
+        default = sites[0].value if len(sites) == 1 and sites[0].kind == "param" else None
         if not (isinstance(default, cst.Name) and default.value == "True"):
             return False
-        if _rebinds(method, value.value):
-            return False
     return True
-
-
-def _rebinds(method: cst.FunctionDef, name: str) -> bool:
-    """Does the method assign `name` itself (`cuda = cuda and torch.cuda.is_available()`)?"""
-    for node in iter_subtree(method.body, lambda n: isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))):
-        if type(node) is cst.AssignTarget and type(node.target) is cst.Name and node.target.value == name:
-            return True
-        if type(node) in (cst.AugAssign, cst.AnnAssign) and type(node.target) is cst.Name and node.target.value == name:
-            return True
-    return False
 
 
 def _scan_attributes(info: ClassInfo) -> ClassAttributes:

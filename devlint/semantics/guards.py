@@ -134,7 +134,7 @@ def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
         if ident.value.value == "self":
             # `self.use_gpu`, copied in `__init__` from `use_gpu=True`
             info = ctx.current_class()
-            if info is not None and classes.true_by_default(info, ident.attr.value):
+            if info is not None and classes.true_by_default(ctx, info, ident.attr.value):
                 return True
         return ident.attr.value in ctx.true_default_options
     return False

@@ -233,9 +233,7 @@ def _int_value(expr: cst.BaseExpression) -> Optional[int]:
 
 def _small_int(expr: cst.BaseExpression) -> bool:
     """`0`, `-1`: a rank literal."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        expr = expr.expression
-    return isinstance(expr, cst.Integer)
+    return _int_value(expr) is not None
 
 
 def _body_trains(ctx: "Context", body: cst.BaseSuite) -> bool:
