@@ -19,6 +19,7 @@ from .cache import Cache
 from .discovery import PathError, discover
 from .output import DEFAULT as DEFAULT_FORMAT
 from .output import FORMATS, HUMAN as HUMAN_FORMATS
+from .output import statistics as stats
 from .output.text import Summary
 from .runner import Settings, run
 from .verify.command import verify_command
@@ -85,6 +86,7 @@ def _color() -> bool:
 @click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings in this baseline file and exit 0.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="DEVLINT_CACHE_DIR", help="Where the cache lives (default: .devlint_cache/ in the project).")
+@click.option("--statistics", is_flag=True, help="Print how many findings each rule made instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 @click.option("--no-prefilter", is_flag=True, hidden=True, help="Parse every file, even those that cannot match.")
@@ -93,7 +95,7 @@ def check(
     ignore: tuple[str, ...], per_file_ignores: tuple[str, ...], exclude: tuple[str, ...], extend_exclude: tuple[str, ...],
     respect_gitignore: Optional[bool], force_exclude: Optional[bool], output_format: str, fix: bool,
     unsafe_fixes: bool, diff: bool, report_unused_noqa: bool, diff_against: Optional[str], baseline: Optional[str],
-    write_baseline: Optional[str], no_cache: bool, cache_dir: Optional[str], exit_zero: bool, jobs: Optional[int],
+    write_baseline: Optional[str], no_cache: bool, cache_dir: Optional[str], statistics: bool, exit_zero: bool, jobs: Optional[int],
     no_prefilter: bool,
 ) -> None:
     """Lint PATHS (default: the current directory)."""
@@ -157,7 +159,10 @@ def check(
         color=output_format == "full" and _color(), rules=tuple(registry.by_code()[c] for c in selection.codes),
         errors=len(errors),
     )
-    if not diff or output_format not in HUMAN_FORMATS:
+    if statistics and not diff:
+        writer = stats.render_json if output_format in ("json", "json-lines") else stats.render
+        click.echo(writer(diagnostics, summary), nl=False)
+    elif not diff or output_format not in HUMAN_FORMATS:
         writer = FORMATS[output_format]
         out = writer(diagnostics, summary, sources) if output_format == "full" else writer(diagnostics, summary)
         click.echo(out, nl=False, color=summary.color)

@@ -68,6 +68,22 @@ def test_json_output_shape(project):
     assert item["fix"]["edits"][0]["content"] == "x.to('cpu', torch.float16)"
 
 
+def test_statistics_count_findings_per_rule_most_frequent_first(project):
+    (project / "src" / "more.py").write_text(
+        "import torch\na = torch.ones(2)\na = a.to(torch.float16, 'cpu')\na = a.to(torch.float16, 'cpu')\nb = torch.zeros(2)\nb.to('cpu')\n"
+    )
+    out = devlint("--statistics", "src/", cwd=project)
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    # Three DEV201 (two here, one in train.py) before one DEV301; the finding lines themselves are not printed.
+    assert lines[0].split("\t") == ["3", "DEV201", "[*] to-dtype-before-device"]
+    assert lines[1].split("\t") == ["1", "DEV301", "[*] discarded-tensor-move"]
+    assert lines[2].startswith("Found 4 problems in 2 files.")
+    rows = json.loads(devlint("--statistics", "--output-format", "json", "src/", cwd=project).stdout)
+    assert [(r["code"], r["count"], r["fixable"]) for r in rows] == [("DEV201", 3, True), ("DEV301", 1, True)]
+    assert devlint("--statistics", "src/clean.py", cwd=project).stdout == "All checks passed!\n"
+
+
 @pytest.mark.parametrize(
     "args, reason",
     [
