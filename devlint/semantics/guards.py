@@ -49,11 +49,33 @@ def _identifiers(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
             if kind is cst.Attribute:
                 stack.append(node.value)  # type: ignore[attr-defined]
             continue
+        if kind is cst.Subscript and _string_key(node) is not None:  # type: ignore[arg-type]
+            yield node  # type: ignore[misc]  # `config["USE_CUDA"]`: a flag under its key
         if kind is cst.Lambda or kind is cst.FunctionDef or kind is cst.ClassDef:
             continue
         if kind is cst.Comparison and loops.main_process(node, strict=True):  # type: ignore[arg-type]
             continue  # `rank == 0` picks the main process; every machine has one
         stack.extend(children(node))
+
+
+def _string_key(node: cst.Subscript) -> Optional[str]:
+    """The key of `cfg["use_gpu"]` (one plain string index), else None."""
+    if len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        value = index.value.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _word(ident: cst.BaseExpression) -> str:
+    """The word a flag's name says: `use_gpu`, `args.cuda` -> `cuda`, `cfg["USE_CUDA"]` -> `USE_CUDA`."""
+    if isinstance(ident, cst.Name):
+        return ident.value
+    if isinstance(ident, cst.Attribute):
+        return ident.attr.value
+    return _string_key(ident) or ""  # type: ignore[arg-type]
 
 
 def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True) -> bool:
@@ -69,9 +91,7 @@ def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True)
             value = ctx.lookup(ident.value)
             if value is not None and value.kind in (Kind.AVAILABILITY, Kind.DEVICE_COUNT):
                 return True
-            word = ident.value
-        else:
-            word = ident.attr.value
+        word = _word(ident)
         if loose and torchapi.GUARD_WORDS.search(word) and not _true_default_flag(ctx, ident):
             return True
     return False
@@ -89,9 +109,7 @@ def mentions_device_count(ctx: "Context", expr: cst.CSTNode, loose: bool = True)
             value = ctx.lookup(ident.value)
             if value is not None and value.kind is Kind.DEVICE_COUNT:
                 return True
-            word = ident.value
-        else:
-            word = ident.attr.value
+        word = _word(ident)
         if loose and torchapi.COUNT_WORDS.search(word):
             return True
     return False
