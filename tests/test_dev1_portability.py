@@ -261,15 +261,18 @@ def test_bytes_from_elsewhere_are_still_a_checkpoint():
         "if is_torch_version('>=', '2.3'):\n    s = torch.amp.GradScaler(device)\nelse:\n    s = torch.cuda.amp.GradScaler()\n",
         "try:\n    s = torch.amp.GradScaler(device=d)\nexcept (AttributeError, TypeError):\n    s = torch.cuda.amp.GradScaler()\n",
         "if not hasattr(torch, 'amp'):\n    s = torch.cuda.amp.GradScaler()\n",
+        "if hasattr(torch.amp, 'GradScaler'):\n    s = torch.amp.GradScaler(d)\nelse:\n    s = torch.cuda.amp.GradScaler()\n",
     ],
 )
 def test_deprecated_amp_as_a_fallback_for_old_releases(src):
     assert codes("import torch\n" + src, "DEV107") == []
 
 
-def test_deprecated_amp_outside_a_fallback():
-    src = "import torch\nif use_amp:\n    s = torch.cuda.amp.GradScaler()\n"
-    assert codes(src, "DEV107") == [(3, "DEV107")]
+@pytest.mark.parametrize("test", ["use_amp", "hasattr(self, '_feature_cache') and not self.training"])
+def test_deprecated_amp_outside_a_fallback(test):
+    # `hasattr` of anything but torch asks nothing about the release.
+    src = f"import torch\nif {test}:\n    pass\nelse:\n    s = torch.cuda.amp.GradScaler()\n"
+    assert codes(src, "DEV107") == [(5, "DEV107")]
 
 
 def test_code_that_imports_a_cuda_only_library_is_cuda_code():

@@ -18,13 +18,24 @@ from .names import dotted
 from .tree import iter_subtree
 
 # Identifiers that, in a condition, test which PyTorch (or Python) release runs.
-VERSION_WORDS = re.compile(r"version|TORCH_(GREATER|LESS|GE|LT|GT|LE)|_TORCH_\d|TORCH_\d|^hasattr$", re.I)
+VERSION_WORDS = re.compile(r"version|TORCH_(GREATER|LESS|GE|LT|GT|LE)|_TORCH_\d|TORCH_\d", re.I)
+# `hasattr(torch, "amp")`, `hasattr(torch.cuda.amp, ...)`: asks the release about
+# torch itself. `hasattr(self, "_cache")` asks about something else and chooses nothing.
+_TORCH_OBJECT = re.compile(r"^(torch|amp|cuda|nn)\b")
 # What an old release raises where a new API is missing or takes other arguments.
 _FALLBACK_EXCEPTIONS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "TypeError", "Exception"})
 
 
+def _asks_torch(call: cst.Call) -> bool:
+    if not (isinstance(call.func, cst.Name) and call.func.value == "hasattr" and call.args):
+        return False
+    return bool(_TORCH_OBJECT.match(dotted(call.args[0].value) or ""))
+
+
 def _tests_version(test: cst.CSTNode) -> bool:
     for node in iter_subtree(test):
+        if isinstance(node, cst.Call) and _asks_torch(node):
+            return True
         if isinstance(node, cst.Name) and VERSION_WORDS.search(node.value):
             return True
         if isinstance(node, cst.Attribute) and VERSION_WORDS.search(node.attr.value):
