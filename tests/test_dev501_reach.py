@@ -89,3 +89,73 @@ def train(model, opt, loader, cfg, device_id):
     assert rows(loop.format(target='cfg["device"]')) == [10]
     assert rows(loop.format(target="device_id")) == [10]
     assert rows(loop.format(target='cfg["name"]')) == []
+
+
+# -- reads one call away: a helper of this file that reads its argument ---------
+
+HELPER_LOOP = """\
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+{helper}
+
+
+class Trainer:
+    def __init__(self, model: torch.nn.Module):
+        self.model = model.to(device)
+
+    def metric(self, logits, target):
+        scores = torch.softmax(logits, -1)
+        picked = scores.argmax(-1)
+        return float((picked == target).sum())
+
+    def fit(self, batches, opt):
+        for x, y in batches:
+            out = self.model(x.to(device))
+            loss = torch.nn.functional.cross_entropy(out, y.to(device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            {call}
+"""
+
+
+def helper_rows(helper: str, call: str) -> list[int]:
+    """The findings' rows, 0 for the row of the call in the loop."""
+    src = HELPER_LOOP.format(helper=helper, call=call)
+    call_row = src.splitlines().index("            " + call.splitlines()[0]) + 1
+    return [row - call_row for row in rows(src)]
+
+
+def test_a_helper_that_reads_its_argument_reads_on_every_step():
+    helper = "def mean_loss(value, scale=1):\n    kept = value.detach()\n    return kept.mean().item() * scale"
+    assert helper_rows(helper, "mean_loss(loss)") == [0]
+    assert helper_rows(helper, "mean_loss(scale=2, value=out)") == [0]
+    # A method, through a local name and a torch function.
+    assert helper_rows(helper, "self.metric(out, y)") == [0]
+
+
+def test_a_helper_is_silent_on_what_it_does_not_read_on_every_call():
+    cases = [
+        # the argument's metadata only
+        ("def size(t):\n    return int(t.shape[0])", "size(out)"),
+        # under a condition
+        ("def log(t, step):\n    if step % 10 == 0:\n        print(t.item())", "log(loss, 3)"),
+        # a value already on the host
+        ("def record(v):\n    return float(v)", "record(len(y))"),
+        # keeps it on the device
+        ("def acc(o, t):\n    return (o.argmax(-1) == t).float().mean()", "acc(out, y)"),
+        # the read is of something else than the arguments
+        ("def stamp(t):\n    return torch.zeros(1).item()", "stamp(out)"),
+    ]
+    for helper, call in cases:
+        assert helper_rows(helper, call) == [], (helper, call)
+
+
+def test_a_helper_called_now_and_then_or_in_a_loop_on_the_cpu_is_silent():
+    helper = "def mean_loss(value):\n    return value.item()"
+    assert helper_rows(helper, "if len(y) > 3:\n                mean_loss(loss)") == []
+    cpu_only = HELPER_LOOP.replace(".to(device)", "").format(helper=helper, call="mean_loss(loss)")
+    assert rows(cpu_only) == []

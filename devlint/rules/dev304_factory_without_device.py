@@ -45,8 +45,9 @@ _KEEPING_FUNCTIONS = frozenset(
         "clone sum mean logical_not"
     ).split()
 ) | frozenset({"torch.nn.functional.pad", "torch.nn.functional.one_hot"})
-# `Variable(t)` has returned `t` itself since torch 0.4.
-_KEEPING_FUNCTIONS |= frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# `Variable(t)` has returned `t` itself since torch 0.4; `nn.Parameter(t)` made
+# in `forward` wraps t where it is (nothing registers or moves it).
+_KEEPING_FUNCTIONS |= torchapi.WRAPPING_CONSTRUCTORS
 
 
 class FactoryWithoutDevice(Rule):

@@ -7,7 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Report, Rule
 from ..semantics.context import Context
-from ..semantics import bindings, guards, loops, residence, torchapi
+from ..semantics import bindings, guards, helper_reads, loops, residence, torchapi
 from ..semantics.names import dotted
 from ..semantics.tree import iter_subtree
 from ..semantics.values import Kind
@@ -61,7 +61,10 @@ class HostSyncInLoop(Rule):
     calling `loss.backward()` and `optimizer.step()`) — counts as the body of
     a training loop when the same file calls it on every step of a loop
     (`for batch in loader: self.train_step(batch)`); called once, or only
-    under a condition, it does not.
+    under a condition, it does not. The other way round, a helper of the
+    file that reads its argument on every call (`def accuracy(logits, y):
+    return (logits.argmax(1) == y).float().mean().item()`) reads on every
+    step when a training loop calls it with device data: the call is flagged.
 
     ## Example
     ```python
@@ -119,9 +122,34 @@ class HostSyncInLoop(Rule):
             name, loop = per_step
             if not self._called_per_step.get(name):
                 self._called_per_step[name] = loops.uses_accelerator(self.ctx, loop)
-        what = self._sync(node)
+        what = self._sync(node) or self._helper_read(node)
         if what is not None:
             self._report_if_every_step(node, what)
+
+    def _helper_read(self, call: cst.Call) -> Optional[str]:
+        """`compute_metrics(logits, y)`, a function of this file that reads its
+        argument on the host (`.item()`), called with device data in a training
+        loop (or a step function): the read happens there on every step."""
+        if loops.training_loop(self.ctx) is None and loops.step_function(self.ctx) is None:
+            return None  # cheap exit: most calls are in no training loop
+        found = helper_reads.callee(self.ctx, call)
+        if found is None:
+            return None
+        name, func = found
+        if func in self.ctx.stack or loops.trains_on_its_own(self.ctx, func):
+            return None  # recursion; a step function's reads are reported inside it
+        reads = helper_reads.parameter_reads(self.ctx, func)
+        if not reads:
+            return None
+        args = helper_reads.bind(call, func, method=name.startswith("self."))
+        for param, what in reads.items():
+            arg = args.get(param)
+            if arg is None or self._is_sync_call(arg) or self._is_host_value(arg) or _is_constant(arg):
+                continue
+            # As inline: `.item()` of anything not known to be elsewhere, the others of device data.
+            if self._may_be_device_data(arg, lenient=what == "`.item()`") or self._differentiated(arg):
+                return f"{what} in `{name}()`"
+        return None
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         # `f"loss {loss:.4f}"` (in a print, a progress bar, a log call) formats
@@ -280,3 +308,7 @@ class HostSyncInLoop(Rule):
                 expr = expr.value
             else:
                 return False
+
+
+def _is_constant(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")

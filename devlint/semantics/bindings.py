@@ -307,8 +307,14 @@ class _Scanner:
         if kind not in _BINDING_NODES:
             return
         if kind is cst.Assign:
+            value = node.value  # type: ignore[attr-defined]
             for t in node.targets:  # type: ignore[attr-defined]
-                self._bind(t.target, "assign", node.value)  # type: ignore[attr-defined]
+                if pairwise(t.target, value):
+                    # `x, y = x.cuda(), y.cuda()`: each name is assigned its own value.
+                    for el, v in zip(t.target.elements, value.elements):  # type: ignore[attr-defined]
+                        self._bind(el.value, "assign", v.value)
+                else:
+                    self._bind(t.target, "assign", value)
         elif kind is cst.AnnAssign:
             if node.value is not None:  # type: ignore[attr-defined]
                 self._bind(node.target, "annassign", node.value, node.annotation)  # type: ignore[attr-defined]
@@ -326,3 +332,13 @@ class _Scanner:
                     self._bind(local, "other")
         elif kind is cst.Del:
             self._bind(node.target, "other")  # type: ignore[attr-defined]
+
+
+def pairwise(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """`a, b = x, y`: as many plain targets as values, no unpacking."""
+    return (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    )

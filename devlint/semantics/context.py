@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 import libcst as cst
 
-from . import classes, events, guards, late, optimizers, residence, torchapi
+from . import bindings, classes, events, guards, late, optimizers, residence, torchapi
 from .names import ImportTable, dotted
 from .scopes import ClassInfo, Scope
 from .values import MODULE, TENSOR, UNKNOWN, Device, Kind, Value, parse_device_string
@@ -131,7 +131,7 @@ class Context:
             # `if torch.cuda.is_available(): device = "cuda"`: chosen by a guard.
             value = replace(value, device=replace(value.device, guarded=True))
         for target in node.targets:
-            if _pairwise(target.target, node.value):
+            if bindings.pairwise(target.target, node.value):
                 # `x, y = x.to(device), y.to(device)`: each name gets its own value.
                 values = [self.value_of(v.value) for v in node.value.elements]  # type: ignore[attr-defined]
                 for el, v in zip(target.target.elements, values):  # type: ignore[attr-defined]
@@ -403,6 +403,12 @@ class Context:
         if qual is not None:
             if qual == "torch.device":
                 return Value(Kind.DEVICE, self._torch_device(call))
+            if qual in torchapi.WRAPPING_CONSTRUCTORS:
+                first = call.args[0] if call.args else None
+                if first is not None and first.keyword is None and not first.star:
+                    data = self.value_of(first.value)
+                    return Value(Kind.TENSOR, data.device if data.is_tensor else None)
+                return Value(Kind.TENSOR)
             if qual in torchapi.TENSOR_FUNCTIONS or qual in torchapi.TENSOR_CONSTRUCTORS:
                 kw = keyword(call, "device")
                 if kw is None and qual in torchapi.FACTORIES and residence.makes_on_default_device(call, qual):
@@ -603,16 +609,6 @@ def _string(expr: Optional[cst.BaseExpression]) -> Optional[str]:
 
 
 string_value = _string
-
-
-def _pairwise(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
-    """`a, b = x, y`: as many plain targets as values, no unpacking."""
-    return (
-        isinstance(target, (cst.Tuple, cst.List))
-        and isinstance(value, (cst.Tuple, cst.List))
-        and len(target.elements) == len(value.elements)
-        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
-    )
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:

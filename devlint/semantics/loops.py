@@ -91,11 +91,16 @@ def step_function(ctx: "Context") -> Optional[cst.FunctionDef]:
         if isinstance(node, cst.FunctionDef):
             if stack[i + 1] is not node.body:
                 return None  # a default value or a decorator
-            cache: dict[int, bool] = ctx.__dict__.setdefault("_loops_step_functions", {})
-            if id(node) not in cache:
-                cache[id(node)] = _body_trains(ctx, node.body)
-            return node if cache[id(node)] else None
+            return node if trains_on_its_own(ctx, node) else None
     return None
+
+
+def trains_on_its_own(ctx: "Context", func: cst.FunctionDef) -> bool:
+    """Does `func` call `.backward()` or `optimizer.step()` outside its loops (a step function)?"""
+    cache: dict[int, bool] = ctx.__dict__.setdefault("_loops_step_functions", {})
+    if id(func) not in cache:
+        cache[id(func)] = _body_trains(ctx, func.body)
+    return cache[id(func)]
 
 
 def step_name(ctx: "Context", func: cst.FunctionDef) -> str:

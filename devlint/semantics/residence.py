@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from . import torchapi
+from . import bindings, torchapi
 from .tree import children
 from .values import Device, Kind, Value
 
@@ -140,7 +140,7 @@ def _device_attribute_may_be_accelerator(ctx: "Context", base: cst.BaseExpressio
     return leaf in _DEVICE_HOLDERS or leaf.endswith(("model", "args", "config"))
 
 
-def data_device(ctx: "Context", expr: cst.BaseExpression) -> Optional[Device]:
+def data_device(ctx: "Context", expr: cst.BaseExpression, _depth: int = 0) -> Optional[Device]:
     """Where the data `expr` evaluates to lives, when known.
 
     Follows `Value.device` for tensors and module outputs, and — since what a
@@ -151,10 +151,15 @@ def data_device(ctx: "Context", expr: cst.BaseExpression) -> Optional[Device]:
     if value.kind in (Kind.TENSOR, Kind.MODULE_OUTPUT):
         if value.device is not None:
             return value.device
+    if isinstance(expr, cst.Name) and value.kind is Kind.UNKNOWN and _depth < 3:
+        # `target = target.cuda()` of something unknown: where the one assignment
+        # in effect put it.
+        source = bindings.certain_source(ctx, expr)
+        return data_device(ctx, source, _depth + 1) if source is not None else None
     if isinstance(expr, cst.Subscript):
-        return _output_part(ctx, expr.value)
+        return _output_part(ctx, expr.value, _depth)
     if isinstance(expr, cst.Attribute) and expr.attr.value not in _NOT_DATA_ATTRS:
-        return _output_part(ctx, expr.value)
+        return _output_part(ctx, expr.value, _depth)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         method = expr.func.attr.value
         if method in _ACCELERATOR_METHODS:  # `batch.cuda()`, whatever `batch` was
@@ -168,12 +173,16 @@ def data_device(ctx: "Context", expr: cst.BaseExpression) -> Optional[Device]:
             if target is not None and target_may_be_accelerator(ctx, target):
                 return Device()
         if method in torchapi.TENSOR_RETURNING_METHODS and method not in torchapi.MOVE_METHODS:
-            return data_device(ctx, expr.func.value)
+            device = data_device(ctx, expr.func.value, _depth)
+            if device is None and method in _BINARY_METHODS and expr.args and expr.args[0].keyword is None:
+                # `pred.eq(target)`: both sides live on one device (or it raises).
+                return data_device(ctx, expr.args[0].value, _depth)
+            return device
     if isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
         # `torch.mean(x)`, `F.softmax(x, -1)`: computed where their input lives.
         qual = ctx.qualify(expr.func)
         if qual in torchapi.TENSOR_FUNCTIONS and qual not in torchapi.FACTORIES and _keyword(expr, "device") is None:
-            return data_device(ctx, expr.args[0].value)
+            return data_device(ctx, expr.args[0].value, _depth)
     return None
 
 
@@ -197,6 +206,10 @@ def legacy_type_device(ctx: "Context", call: cst.Call) -> Optional[Device]:
 
 
 _ACCELERATOR_METHODS = frozenset({"cuda", "mps", "xpu"})
+# Tensor methods of two tensors, which must share a device.
+_BINARY_METHODS = frozenset(
+    "eq ne gt lt ge le add sub mul div matmul mm bmm logical_and logical_or logical_xor".split()
+)
 
 
 def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
@@ -212,12 +225,12 @@ def _to_target(call: cst.Call) -> Optional[cst.BaseExpression]:
     return None
 
 
-def _output_part(ctx: "Context", base: cst.BaseExpression) -> Optional[Device]:
+def _output_part(ctx: "Context", base: cst.BaseExpression, _depth: int = 0) -> Optional[Device]:
     value = ctx.value_of(base)
     if value.kind is Kind.MODULE_OUTPUT:
         return value.device
-    if isinstance(base, (cst.Subscript, cst.Attribute)):
-        return data_device(ctx, base)
+    if isinstance(base, (cst.Subscript, cst.Attribute)) or (isinstance(base, cst.Name) and value.kind is Kind.UNKNOWN):
+        return data_device(ctx, base, _depth)
     return None
 
 

@@ -58,7 +58,10 @@ TENSOR_RETURNING_METHODS = frozenset(
         "unfold chunk_ split_ pin_memory requires_grad_ new_zeros new_ones new_empty "
         "new_full new_tensor argmax argmin clamp clip to_dense to_sparse coalesce "
         "float_ half_ masked_select nan_to_num exp_ add_ mul_ sub_ div_ clamp_ zero_ fill_ "
-        "copy_ normal_ uniform_ abs_ neg sign round floor ceil"
+        "copy_ normal_ uniform_ abs_ neg sign round floor ceil "
+        # comparisons and reductions: a tensor where the receiver is (`pred.eq(y).sum()`)
+        "eq ne gt lt ge le logical_and logical_or logical_not logical_xor isnan isinf isfinite "
+        "prod cumsum norm std var any all count_nonzero"
     ).split()
 )
 
@@ -81,6 +84,14 @@ NOT_MODULE_CONSTRUCTORS = frozenset(
     "torch.nn.UninitializedBuffer torch.nn.parameter.Parameter torch.nn.parameter.Buffer".split()
 )
 TENSOR_CONSTRUCTORS = NOT_MODULE_CONSTRUCTORS | frozenset({"torch.Tensor"})
+# Wrappers that return their tensor argument's data, where it already lives:
+# `nn.Parameter(t)`, `Variable(t)` (a no-op since torch 0.4).
+WRAPPING_CONSTRUCTORS = frozenset(
+    {
+        "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer",
+        "torch.autograd.Variable", "torch.autograd.variable.Variable",
+    }
+)
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.Container"})
 
 

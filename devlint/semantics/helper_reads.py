@@ -1,0 +1,184 @@
+"""Which functions of this file read a tensor argument on the host?
+
+`def compute_metrics(logits, y): return (logits.argmax(1) == y).float().mean().item()`
+reads `logits` on the host: called on every step of a training loop with the
+model's output, it waits for the GPU as an inline `.item()` would. The answer
+is one summary per function (parameter -> the read it suffers), computed from
+the function's syntax tree on first question and kept for the file.
+
+Only reads that run on every call count: not under an `if` (or in a
+conditional expression, a nested function, a lambda, an `except`), and only
+of data derived from the parameter through tensor operations (`x.argmax(1)`,
+`x == y`, `torch.softmax(x, -1)`, `x[0]`), never through metadata
+(`x.shape[0]`, `len(x)`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from . import classes, torchapi
+from .residence import NOT_DATA_ATTRS
+from .tree import children
+
+if TYPE_CHECKING:
+    from .context import Context
+
+# Tensor methods that copy the data to the host.
+SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+# Builtins that convert one tensor to a Python number.
+CONVERSIONS = frozenset({"float", "int", "bool"})
+# Where a read may not run on every call.
+_MAYBE = (cst.If, cst.IfExp, cst.ExceptHandler, cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.While)
+_NO_READS: dict[str, str] = {}
+_NONE: frozenset[str] = frozenset()
+
+
+def callee(ctx: "Context", call: cst.Call) -> Optional[tuple[str, cst.FunctionDef]]:
+    """The function of this file a call runs, with its display name:
+    `helper(...)` for a module-level `def helper`, `self.helper(...)` for a
+    method of the class around the call."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        if ctx.lookup(func.value) is not None:
+            return None  # rebound: no longer (only) the def
+        found = _module_functions(ctx).get(func.value)
+        return (func.value, found) if found is not None else None
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        info = ctx.current_class()
+        if info is None:
+            return None
+        found = classes.methods(info).get(func.attr.value)
+        return (f"self.{func.attr.value}", found) if found is not None else None
+    return None
+
+
+def _module_functions(ctx: "Context") -> dict[str, cst.FunctionDef]:
+    found = ctx.memo.get("module-functions")
+    if found is None:
+        module = ctx.stack[0] if ctx.stack else None
+        body = module.body if isinstance(module, cst.Module) else ()
+        found = ctx.memo["module-functions"] = {s.name.value: s for s in body if isinstance(s, cst.FunctionDef)}
+    return found  # type: ignore[return-value]
+
+
+def parameter_reads(ctx: "Context", func: cst.FunctionDef) -> dict[str, str]:
+    """Parameter name -> the host read (`.item()`, `float(tensor)`) every call
+    of `func` makes of data derived from it."""
+    key = f"parameter-reads:{id(func)}"
+    cached = ctx.memo.get(key)
+    if cached is None:
+        cached = ctx.memo[key] = _scan(ctx, func)
+    return cached  # type: ignore[return-value]
+
+
+def bind(call: cst.Call, func: cst.FunctionDef, method: bool) -> dict[str, cst.BaseExpression]:
+    """The call's arguments by the parameter they bind (positional and keyword;
+    nothing for `*args`/`**kwargs`)."""
+    params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+    if method and params:
+        params = params[1:]  # `self`
+    bound: dict[str, cst.BaseExpression] = {}
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            break
+        if arg.keyword is not None:
+            bound[arg.keyword.value] = arg.value
+        elif position < len(params):
+            bound[params[position]] = arg.value
+            position += 1
+    return bound
+
+
+def _scan(ctx: "Context", func: cst.FunctionDef) -> dict[str, str]:
+    params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+    params.discard("self")
+    if not params:
+        return _NO_READS
+    # Which local names hold data derived from which parameters (two passes reach
+    # names assigned from names assigned from a parameter).
+    origin = {p: frozenset({p}) for p in params}
+    nodes = _every_call_nodes(func.body)
+    assigns = [n for n in nodes if isinstance(n, cst.Assign)]
+    for _ in range(2):
+        for node in assigns:
+            sources = _roots(ctx, node.value, origin)
+            if not sources:
+                continue
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and target.target.value not in params:
+                    origin[target.target.value] = origin.get(target.target.value, _NONE) | sources
+    reads: dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, cst.Call):
+            sources, what = _read(ctx, node, origin)
+            for source in sources:
+                reads.setdefault(source, what)
+    return reads
+
+
+def _every_call_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes of a function's body that run on every call, in order."""
+    out: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _MAYBE):
+            continue
+        out.append(node)
+        stack.extend(reversed(list(children(node))))
+    return out
+
+
+def _read(ctx: "Context", call: cst.Call, origin: dict[str, frozenset[str]]) -> tuple[frozenset[str], str]:
+    """The parameters a host read reads data of, and what the read is."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS and not call.args:
+        return _roots(ctx, func.value, origin), f"`.{func.attr.value}()`"
+    if isinstance(func, cst.Name) and func.value in CONVERSIONS and ctx.lookup(func.value) is None:
+        if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+            return _roots(ctx, call.args[0].value, origin), f"`{func.value}(tensor)`"
+    return _NONE, ""
+
+
+def _roots(ctx: "Context", expr: cst.BaseExpression, origin: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The parameters whose data `expr` is computed from by tensor operations."""
+    while True:
+        if isinstance(expr, cst.Name):
+            return origin.get(expr.value, _NONE)
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in NOT_DATA_ATTRS:
+                return _NONE
+            expr = expr.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.UnaryOperation):
+            expr = expr.expression
+        elif isinstance(expr, cst.BinaryOperation):
+            return _roots(ctx, expr.left, origin) | _roots(ctx, expr.right, origin)
+        elif isinstance(expr, cst.Comparison):
+            found = _roots(ctx, expr.left, origin)
+            for c in expr.comparisons:
+                found |= _roots(ctx, c.comparator, origin)
+            return found
+        elif isinstance(expr, cst.Call):
+            func = expr.func
+            qual = ctx.qualify(func)
+            if qual is not None:  # `torch.softmax(x, -1)`: computed from its first argument
+                first = expr.args[0] if expr.args else None
+                if qual not in torchapi.TENSOR_FUNCTIONS or qual in torchapi.FACTORIES or first is None:
+                    return _NONE
+                if first.keyword is not None or first.star:
+                    return _NONE
+                expr = first.value
+            elif isinstance(func, cst.Attribute) and func.attr.value in torchapi.TENSOR_RETURNING_METHODS:
+                if func.attr.value in SYNC_METHODS:
+                    return _NONE  # already on the host
+                expr = func.value
+            else:
+                return _NONE
+        else:
+            return _NONE
