@@ -442,9 +442,9 @@ def test_cuda_with_a_chosen_index_is_cuda_unless_the_class_is_someone_elses():
         "            module.cuda(rank)\n"
         "        if isinstance(module, torch.nn.Linear):\n"
         "            module.cuda(rank)\n"
-        "    model.cuda(device)\n"  # the caller's choice
+        "    model.cuda(device)\n"  # a parameter picks the index, never the backend
     )
-    assert codes(src, "DEV101") == [(5, "DEV101"), (6, "DEV101"), (11, "DEV101")]
+    assert codes(src, "DEV101") == [(5, "DEV101"), (6, "DEV101"), (11, "DEV101"), (12, "DEV101")]
 
 
 def test_cuda_of_a_module_without_tensors_asks_nothing_of_cuda():
@@ -476,3 +476,16 @@ def test_a_long_try_whose_handler_gives_up_guards_nothing():
         "        return x\n"
     )
     assert codes(src, "DEV101") == [(10, "DEV101")]
+
+
+def test_a_device_keyword_that_places_nothing_is_no_cuda_placement():
+    # A scaler told "cuda" warns and turns itself off without CUDA (DEV107 says
+    # so); memory statistics read 0 before CUDA starts.
+    src = (
+        "import torch\n"
+        "scaler = torch.amp.GradScaler(device='cuda')\n"
+        "print(torch.cuda.max_memory_allocated(device='cuda:0'))\n"
+        "gen = torch.Generator(device='cuda')\n"
+    )
+    assert codes(src, "DEV101") == [(4, "DEV101")]
+    assert codes(src, "DEV107") == [(2, "DEV107")]

@@ -159,3 +159,24 @@ def test_a_helper_called_now_and_then_or_in_a_loop_on_the_cpu_is_silent():
     assert helper_rows(helper, "if len(y) > 3:\n                mean_loss(loss)") == []
     cpu_only = HELPER_LOOP.replace(".to(device)", "").format(helper=helper, call="mean_loss(loss)")
     assert rows(cpu_only) == []
+
+
+def test_a_script_loop_before_anything_is_placed_trains_on_the_cpu():
+    src = (
+        "import torch\n"
+        "model = torch.nn.Linear(8, 1)\n"
+        "opt = torch.optim.Adam(model.parameters())\n"
+        "for epoch in range(10):\n"
+        "    loss = model(torch.randn(4, 8)).pow(2).mean()\n"
+        "    opt.zero_grad()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    print(f'loss {loss}')\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model.to(device)\n"
+    )
+    assert rows(src) == []
+    # The same loop after the move waits for the GPU.
+    lines = src.splitlines(keepends=True)
+    moved = "".join(lines[:3] + lines[9:] + lines[3:9])
+    assert rows(moved) == [11]

@@ -71,9 +71,15 @@ def test_device_chosen_under_a_guard_is_not_hardcoded():
     assert codes(src) == [(7, "DEV101")]
 
 
-def test_cuda_with_a_device_the_caller_supplies_is_not_hardcoded():
-    src = "import torch\ndef move(m, device):\n    return m.cuda(device)\nclass Q:\n    pass\nq = Q()\nq.quantizer.cuda(torch.ones(1), meta={})\n"
-    assert codes(src) == []
+def test_a_device_the_caller_supplies_leaves_the_backend_to_it_only_in_to():
+    # `.to(device)` goes wherever the caller says; `.cuda(gpu)` and
+    # `set_device(gpu)` go to CUDA whatever the caller passes.
+    src = (
+        "import torch\ndef move(m, device):\n    return m.to(device)\n"
+        "def worker(gpu, m):\n    torch.cuda.set_device(gpu)\n    return m.cuda(gpu)\n"
+        "class Q:\n    pass\nq = Q()\nq.quantizer.cuda(torch.ones(1), meta={})\n"
+    )
+    assert codes(src) == [(5, "DEV101"), (6, "DEV101")]
 
 
 def test_helpers_of_a_gpu_test_module_are_guarded_by_its_skip_marker():

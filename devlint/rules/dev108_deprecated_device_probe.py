@@ -14,7 +14,8 @@ class DeprecatedDeviceProbe(Rule):
     """
     ## What it does
     Flags the deprecated build flags `torch.has_cuda`, `torch.has_mps` and
-    `torch.has_cudnn` used as device checks.
+    `torch.has_cudnn` used as device checks, also read as
+    `getattr(torch, "has_mps", False)`.
 
     ## Why is this bad?
     They say how PyTorch was built, not what the machine has: `torch.has_cuda`
@@ -40,7 +41,8 @@ class DeprecatedDeviceProbe(Rule):
     device check means; they differ only where the old flag was wrong (a
     build with the backend, a machine without the device).
     `torch.has_cudnn` becomes `torch.backends.cudnn.is_available()`, its
-    documented replacement with the same value.
+    documented replacement with the same value. The `getattr` spelling gets
+    no fix: it is there for old releases, which may lack the replacement too.
     """
 
     code = "DEV108"
@@ -64,14 +66,26 @@ class DeprecatedDeviceProbe(Rule):
             return  # part of a longer chain (seen as the Attribute), or the import itself
         self._check(node)
 
-    def _check(self, node: cst.BaseExpression) -> None:
-        flag = self.ctx.qualify(node)
+    def visit_Call(self, node: cst.Call) -> None:
+        # `getattr(torch, "has_mps", False)`: the same flag, read so that old
+        # releases without it do not raise. No fix: those releases may lack
+        # the replacement too.
+        if not (isinstance(node.func, cst.Name) and node.func.value == "getattr" and len(node.args) >= 2):
+            return
+        name = node.args[1].value
+        if self.ctx.qualify(node.args[0].value) == "torch" and isinstance(name, cst.SimpleString):
+            attr = name.evaluated_value
+            if isinstance(attr, str):
+                self._check(node, flag=f"torch.{attr}", fixable=False)
+
+    def _check(self, node: cst.BaseExpression, flag: Optional[str] = None, fixable: bool = True) -> None:
+        flag = flag or self.ctx.qualify(node)
         instead = torchapi.DEPRECATED_DEVICE_FLAGS.get(flag or "")
         if instead is None or _is_assigned(self.ctx.parent(), node):
             return
         backend = {"torch.has_cuda": "a CUDA", "torch.has_mps": "an MPS", "torch.has_cudnn": "a cuDNN"}[flag]
         message = self.message.format(flag=flag, backend=backend, instead=instead)
-        self.report(node, message, fix=self._fix(node, instead))
+        self.report(node, message, fix=self._fix(node, instead) if fixable else None)
 
     def _fix(self, node: cst.BaseExpression, instead: str) -> Optional[NodeFix]:
         torch = self.ctx.torch_alias()

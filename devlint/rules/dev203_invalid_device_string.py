@@ -4,6 +4,7 @@ import libcst as cst
 
 from ..claims import Claim
 from ..rule import Rule
+from ..semantics import bindings
 from ..semantics.devices import device_arguments, device_string_error, string_literals
 
 
@@ -13,7 +14,9 @@ class InvalidDeviceString(Rule):
     Flags a device string that torch rejects — `"gpu"`, `"cuda0"`, `"CUDA"`,
     `"cuda:-1"`, `"cuda:"`, `" cuda"` — where torch expects a device:
     `torch.device(...)`, `device=` of a torch function, `map_location=`,
-    `.cuda(...)`, and `.to(...)` on a known tensor or module.
+    `.cuda(...)`, and `.to(...)` on a known tensor or module, written there
+    or assigned to the name given there (`device = "gpu" if ... else "cpu"`,
+    reported where the name is used: that is where torch raises).
 
     ## Why is this bad?
     torch parses device strings strictly: a lowercase type it knows, then
@@ -58,7 +61,19 @@ class InvalidDeviceString(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         for arg in device_arguments(self.ctx, node):
+            where: cst.CSTNode | None = None
+            if isinstance(arg, cst.Name):
+                # `device = "mps" if ... else "gpu"` and then `.to(device)`: it
+                # raises here, where the name is used.
+                source = bindings.certain_source(self.ctx, arg)
+                if source is None:
+                    continue
+                where, arg = arg, source
             for literal in string_literals(arg):
                 why = device_string_error(literal.evaluated_value)
                 if why is not None:
-                    self.report(literal, self.message.format(text=repr(literal.evaluated_value), why=why))
+                    text = repr(literal.evaluated_value)
+                    if where is not None:
+                        text += f" (in `{where.value}`)"  # type: ignore[attr-defined]
+                    self.report(where or literal, self.message.format(text=text, why=why))
+                    break

@@ -272,6 +272,8 @@ class HostSyncInLoop(Rule):
         a tensor, whatever it came from. Not once the loop rebinds the name to
         a host value (`loss = loss.item()`)."""
         expr = loops.tensor_root(expr)  # `loss.detach().cpu()`, `loss.data`, `outputs.loss.mean()`
+        while isinstance(expr, cst.Subscript):  # `errD.data[0]`: an element is a tensor too
+            expr = loops.tensor_root(expr.value)
         name = dotted(expr)
         if name is None or self.ctx.value_of(expr).kind is not Kind.UNKNOWN:
             return False

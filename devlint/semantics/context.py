@@ -403,6 +403,10 @@ class Context:
         if qual is not None:
             if qual == "torch.device":
                 return Value(Kind.DEVICE, self._torch_device(call))
+            if qual in torchapi.LEGACY_CPU_CONSTRUCTORS and qual != "torch.Tensor":
+                return Value(Kind.TENSOR, Device("cpu", literal=True))  # `torch.FloatTensor(16, 100)`
+            if qual in torchapi.LEGACY_CUDA_TENSOR_TYPES:
+                return Value(Kind.TENSOR, Device("cuda", literal=True))
             if qual in torchapi.WRAPPING_CONSTRUCTORS:
                 first = call.args[0] if call.args else None
                 if first is not None and first.keyword is None and not first.star:

@@ -354,7 +354,11 @@ _PLACING_LIBRARY_CALLS = re.compile(r"(^|\.)(prepare|prepare_model|setup|setup_d
 
 def uses_accelerator(ctx: "Context", loop: Union[Loop, cst.FunctionDef]) -> bool:
     scope = _scope_of(ctx, loop)
-    if _scope_places(ctx, scope) or (scope is not ctx.stack[0] and _scope_places(ctx, ctx.stack[0])):
+    if scope is ctx.stack[0]:
+        # A script's loop: only what the script placed before it, or places in
+        # it, counts (a model moved to the GPU after a CPU warm-up loop waits for nothing).
+        return _module_places_by(ctx, ctx.stack[1])
+    if _scope_places(ctx, scope) or _scope_places(ctx, ctx.stack[0]):
         return True
     # A method's loop trains what the object set up: `self.model.cuda()` in
     # `__init__`, the batch moved in a `self._step(x)` helper.
@@ -377,6 +381,28 @@ def _scope_places(ctx: "Context", scope: cst.CSTNode, of_self: bool = False) -> 
             for node in iter_subtree(scope, lambda n: isinstance(n, _STOP) and n is not scope)
         )
     return cache[key]
+
+
+def _module_places_by(ctx: "Context", statement: cst.CSTNode) -> bool:
+    """Does the module's own code place anything on an accelerator up to and in
+    `statement` (one of its top-level statements)?"""
+    module = ctx.stack[0]
+    flags: Optional[list[bool]] = ctx.memo.get("module-places-by-statement")  # type: ignore[assignment]
+    if flags is None:
+        flags = [
+            any(
+                isinstance(node, cst.Call) and _places_on_accelerator(ctx, node)
+                for node in iter_subtree(stmt, lambda n: isinstance(n, _STOP))
+            )
+            for stmt in module.body  # type: ignore[attr-defined]
+        ]
+        ctx.memo["module-places-by-statement"] = flags
+    for stmt, places in zip(module.body, flags):  # type: ignore[attr-defined]
+        if places:
+            return True
+        if stmt is statement:
+            return False
+    return False
 
 
 _ACCELERATOR_WORDS = re.compile(r"cuda|gpu|mps|xpu|accelerat|device_map|nccl", re.I)

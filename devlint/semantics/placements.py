@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from . import bindings, torchapi
+from . import bindings, classes, torchapi
 from .names import dotted
 from .context import keyword
 from .values import Device
@@ -62,7 +62,7 @@ def placement(ctx: "Context", call: cst.Call) -> Optional[Placement]:
             if arg is None:
                 return None
             return Placement(call, "map_location", arg, ctx.device_of(arg))
-        if qual.startswith("torch.") and qual != "torch.device":
+        if qual.startswith("torch.") and qual not in torchapi.DEVICE_KEYWORD_NOT_PLACING:
             arg = keyword(call, "device")
             if arg is not None:
                 return Placement(call, "device-kwarg", arg, ctx.device_of(arg))
@@ -143,8 +143,36 @@ def _holds_no_tensors(ctx: "Context", receiver: cst.BaseExpression) -> bool:
         return False
     if isinstance(receiver, cst.Name):
         receiver = bindings.certain_source(ctx, receiver) or receiver
-    return isinstance(receiver, cst.Call) and not any(
-        a.keyword is None or a.keyword.value in ("weight", "pos_weight") for a in receiver.args
+    elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+        # `self.criterion = nn.L1Loss()` (and `self.criterion = self.criterion.cuda()`).
+        info = ctx.current_class()
+        if info is None:
+            return False
+        made = [
+            value for _, value in classes.attributes(info).get(receiver.attr.value).assigned_in
+            if not _moves_itself(value, receiver.attr.value)
+        ]
+        return len(made) == 1 and _built_without_state(made[0])
+    return _built_without_state(receiver)
+
+
+def _built_without_state(expr: cst.BaseExpression) -> bool:
+    """A constructor call given no positional argument and no `weight`."""
+    return isinstance(expr, cst.Call) and not any(
+        a.keyword is None or a.keyword.value in ("weight", "pos_weight") for a in expr.args
+    )
+
+
+def _moves_itself(value: cst.BaseExpression, attr: str) -> bool:
+    """`self.<attr>.cuda()`, `self.<attr>.to(device)`."""
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("to", "cuda", "cpu")
+        and isinstance(value.func.value, cst.Attribute)
+        and value.func.value.attr.value == attr
+        and isinstance(value.func.value.value, cst.Name)
+        and value.func.value.value.value == "self"
     )
 
 
@@ -176,23 +204,13 @@ def _device_or_index(ctx: "Context", arg: cst.BaseExpression, implied: Optional[
     """`.cuda(1)` / `set_device(1)`: a bare integer is an ordinal of the implied type.
     `.cuda(args.gpu)` / `set_device(local_rank)` with a value chosen elsewhere
     only picks the index: the type is written out, as hardcoded as in
-    `.cuda()`. A parameter (`def move(m, device): m.cuda(device)`) is the
-    caller's choice."""
+    `.cuda()`. So is a parameter (`def train(gpu, args): model.cuda(gpu)`):
+    whatever the caller passes, the backend is CUDA; only `.to(device)`
+    leaves the backend to the caller."""
     if isinstance(arg, cst.Integer) and implied is not None:
         return Device(implied, int(arg.value), literal=True)
     device = ctx.device_of(arg)
     if device is None and implied is not None:
-        # A device parameter the caller supplies counts as its choice (a guard);
-        # any other chosen value only picks the index.
-        return Device(implied, literal=not _caller_supplied(ctx, arg))
+        return Device(implied, literal=True)
     return device
 
-
-def _caller_supplied(ctx: "Context", arg: cst.BaseExpression) -> bool:
-    """A parameter of the enclosing function."""
-    if not isinstance(arg, cst.Name):
-        return False
-    for scope in reversed(ctx.scopes):
-        if scope.kind == "function":
-            return arg.value in scope.params
-    return False

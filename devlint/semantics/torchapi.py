@@ -84,6 +84,17 @@ NOT_MODULE_CONSTRUCTORS = frozenset(
     "torch.nn.UninitializedBuffer torch.nn.parameter.Parameter torch.nn.parameter.Buffer".split()
 )
 TENSOR_CONSTRUCTORS = NOT_MODULE_CONSTRUCTORS | frozenset({"torch.Tensor"})
+# torch calls whose `device=` places nothing: a device object, a gradient
+# scaler (it warns and disables itself without CUDA), memory statistics (0
+# before CUDA starts).
+DEVICE_KEYWORD_NOT_PLACING = frozenset(
+    {
+        "torch.device", "torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler", "torch.GradScaler",
+        "torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated", "torch.cuda.memory_reserved",
+        "torch.cuda.max_memory_reserved", "torch.cuda.memory_stats", "torch.cuda.memory_cached",
+        "torch.cuda.max_memory_cached",
+    }
+)
 # Wrappers that return their tensor argument's data, where it already lives:
 # `nn.Parameter(t)`, `Variable(t)` (a no-op since torch 0.4).
 WRAPPING_CONSTRUCTORS = frozenset(
