@@ -180,3 +180,22 @@ def test_a_script_loop_before_anything_is_placed_trains_on_the_cpu():
     lines = src.splitlines(keepends=True)
     moved = "".join(lines[:3] + lines[9:] + lines[3:9])
     assert rows(moved) == [11]
+
+
+def test_backward_with_its_own_arguments_still_marks_the_loss():
+    loop = (
+        "import torch\n"
+        "model = torch.nn.Linear(2, 2).cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n"
+        "    err = model(x).sum()\n"
+        "    {backward}\n"
+        "    opt.step()\n"
+        "    print('err %f' % err.data[0])\n"
+    )
+    for backward in ("err.backward()", "err.backward(retain_graph=True)", "err.backward(mone)"):
+        assert rows(loop.format(backward=backward)) == [8], backward
+    # A wrapper's backward takes the loss: the wrapper is no tensor, and a
+    # value only known as what it was handed is not read as one.
+    wrapped = loop.replace("err = model(x).sum()", "err = compute(x)").replace("err.data[0]", "engine_state")
+    assert rows(wrapped.format(backward="model_engine.backward(loss)")) == []

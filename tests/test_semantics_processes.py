@@ -216,6 +216,8 @@ def test_a_configured_device_with_a_cpu_fallback_may_be_the_accelerator():
         ("(outputs.loss / accumulation_steps).backward()", {"outputs.loss"}),
         ("scaler.scale(outputs.loss.mean() / n).backward()", {"outputs.loss"}),
         ("helper.backward(loss)", set()),
+        ("loss.backward(retain_graph=True)", {"loss"}),
+        ("errD.backward(mone)", {"errD"}),
     ],
 )
 def test_what_a_loop_differentiates(body, targets):

@@ -322,7 +322,7 @@ def _differentiated(ctx: "Context", call: cst.Call) -> Optional[cst.BaseExpressi
         isinstance(func, cst.Attribute) and func.attr.value in ("backward", "manual_backward") and _is_trainer(func.value)
     ):
         return first  # accelerator.backward(loss), self.manual_backward(loss)
-    if isinstance(func, cst.Attribute) and func.attr.value == "backward" and not call.args:
+    if isinstance(func, cst.Attribute) and func.attr.value == "backward" and _tensor_backward_args(call):
         receiver = func.value
         # scaler.scale(loss).backward()
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale":
@@ -330,6 +330,27 @@ def _differentiated(ctx: "Context", call: cst.Call) -> Optional[cst.BaseExpressi
             return inner
         return receiver
     return None
+
+
+# `Tensor.backward(gradient=None, retain_graph=None, create_graph=False, inputs=None)`.
+_TENSOR_BACKWARD_KEYWORDS = frozenset({"gradient", "retain_graph", "create_graph", "inputs"})
+
+
+def _tensor_backward_args(call: cst.Call) -> bool:
+    """`loss.backward()`, `loss.backward(retain_graph=True)`, `errD.backward(mone)`:
+    Tensor.backward's own arguments (a positional one is the gradient). Not
+    `helper.backward(loss)`, a wrapper handed the loss (DeepSpeed's
+    `model_engine.backward(loss)`): its receiver is no tensor."""
+    for arg in call.args:
+        if arg.star:
+            return False
+        if arg.keyword is not None and arg.keyword.value not in _TENSOR_BACKWARD_KEYWORDS:
+            return False
+    positional = [a for a in call.args if a.keyword is None]
+    if not positional:
+        return True
+    gradient = dotted(positional[0].value) if len(positional) == 1 else None
+    return gradient is not None and "loss" not in gradient.lower()
 
 
 def _is_trainer(expr: cst.BaseExpression) -> bool:
