@@ -12,12 +12,12 @@ from ..semantics.names import dotted
 from ..semantics.tree import iter_subtree
 from ..semantics.values import Kind
 
-# Tensor methods that copy device data to the host, and so wait for the GPU.
-SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+# Tensor methods that copy device data to the host, and so wait for the GPU;
+# builtins that convert one value (`float(t)`): one table with helper_reads.
+SYNC_METHODS = helper_reads.SYNC_METHODS
+_CONVERSIONS = helper_reads.CONVERSIONS
 # Builtins that read a tensor's value on the host.
-SYNC_BUILTINS = frozenset({"float", "int", "bool", "print"})
-# Builtins that convert one value: `float(t)`, `int(t)`, `bool(t)`.
-_CONVERSIONS = frozenset({"float", "int", "bool"})
+SYNC_BUILTINS = _CONVERSIONS | {"print"}
 # Kinds that are certainly no tensor data.
 _NOT_DATA = frozenset(
     {Kind.MODULE, Kind.OPTIMIZER, Kind.DEVICE, Kind.DEVICE_STRING, Kind.AVAILABILITY, Kind.DTYPE, Kind.OBJECT}
@@ -130,10 +130,10 @@ class HostSyncInLoop(Rule):
         """`compute_metrics(logits, y)`, a function of this file that reads its
         argument on the host (`.item()`), called with device data in a training
         loop (or a step function): the read happens there on every step."""
-        if loops.training_loop(self.ctx) is None and loops.step_function(self.ctx) is None:
-            return None  # cheap exit: most calls are in no training loop
-        found = helper_reads.callee(self.ctx, call)
+        found = helper_reads.callee(self.ctx, call)  # cheap: most calls are not of this file
         if found is None:
+            return None
+        if loops.training_loop(self.ctx) is None and loops.step_function(self.ctx) is None:
             return None
         name, func = found
         if func in self.ctx.stack or loops.trains_on_its_own(self.ctx, func):

@@ -42,10 +42,10 @@ def callee(ctx: "Context", call: cst.Call) -> Optional[tuple[str, cst.FunctionDe
     method of the class around the call."""
     func = call.func
     if isinstance(func, cst.Name):
-        if ctx.lookup(func.value) is not None:
-            return None  # rebound: no longer (only) the def
         found = _module_functions(ctx).get(func.value)
-        return (func.value, found) if found is not None else None
+        if found is None or ctx.lookup(func.value) is not None:
+            return None  # not a def of this module, or rebound
+        return func.value, found
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
         info = ctx.current_class()
         if info is None:

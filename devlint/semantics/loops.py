@@ -379,7 +379,7 @@ def uses_accelerator(ctx: "Context", loop: Union[Loop, cst.FunctionDef]) -> bool
         # A script's loop: only what the script placed before it, or places in
         # it, counts (a model moved to the GPU after a CPU warm-up loop waits for nothing).
         return _module_places_by(ctx, ctx.stack[1])
-    if _scope_places(ctx, scope) or _scope_places(ctx, ctx.stack[0]):
+    if _scope_places(ctx, scope) or any(_module_flags(ctx)):
         return True
     # A method's loop trains what the object set up: `self.model.cuda()` in
     # `__init__`, the batch moved in a `self._step(x)` helper.
@@ -407,7 +407,17 @@ def _scope_places(ctx: "Context", scope: cst.CSTNode, of_self: bool = False) -> 
 def _module_places_by(ctx: "Context", statement: cst.CSTNode) -> bool:
     """Does the module's own code place anything on an accelerator up to and in
     `statement` (one of its top-level statements)?"""
-    module = ctx.stack[0]
+    for stmt, places in zip(ctx.stack[0].body, _module_flags(ctx)):  # type: ignore[attr-defined]
+        if places:
+            return True
+        if stmt is statement:
+            return False
+    return False
+
+
+def _module_flags(ctx: "Context") -> list[bool]:
+    """For each top-level statement: does its own code (not the functions it
+    defines) place anything on an accelerator? One walk of the module per file."""
     flags: Optional[list[bool]] = ctx.memo.get("module-places-by-statement")  # type: ignore[assignment]
     if flags is None:
         flags = [
@@ -415,15 +425,10 @@ def _module_places_by(ctx: "Context", statement: cst.CSTNode) -> bool:
                 isinstance(node, cst.Call) and _places_on_accelerator(ctx, node)
                 for node in iter_subtree(stmt, lambda n: isinstance(n, _STOP))
             )
-            for stmt in module.body  # type: ignore[attr-defined]
+            for stmt in ctx.stack[0].body  # type: ignore[attr-defined]
         ]
         ctx.memo["module-places-by-statement"] = flags
-    for stmt, places in zip(module.body, flags):  # type: ignore[attr-defined]
-        if places:
-            return True
-        if stmt is statement:
-            return False
-    return False
+    return flags
 
 
 _ACCELERATOR_WORDS = re.compile(r"cuda|gpu|mps|xpu|accelerat|device_map|nccl", re.I)
