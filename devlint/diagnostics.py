@@ -57,3 +57,11 @@ class Diagnostic:
 
     def sort_key(self) -> tuple:
         return (self.filename, self.cell or 0, self.start.row, self.start.column, self.code)
+
+
+def diff_labels(filename: str) -> tuple[str, str]:
+    """The `---`/`+++` names of a fix's diff: git's `a/`, `b/` for a relative
+    path (so `git apply` takes it), the path itself when it is absolute."""
+    if filename.startswith("/"):
+        return filename, filename
+    return f"a/{filename}", f"b/{filename}"

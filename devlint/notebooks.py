@@ -29,7 +29,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Sequence
 
-from .diagnostics import Diagnostic, Edit, Location
+from .diagnostics import Diagnostic, Edit, Location, diff_labels
 
 SUFFIX = ".ipynb"
 SEPARATOR = "# devlint: cell boundary -- do not edit"
@@ -274,11 +274,12 @@ class Notebook:
     def diff(self, text: str, filename: str) -> str:
         """A unified diff, cell by cell, of what `text` changes."""
         parts = []
+        old, new = diff_labels(filename)
         for cell, source in zip(self.cells, self.sources(text)):
             if source != cell.source:
                 parts.extend(difflib.unified_diff(
                     _with_newline(cell.source).splitlines(keepends=True), _with_newline(source).splitlines(keepends=True),
-                    fromfile=f"a/{filename}:cell {cell.number}", tofile=f"b/{filename}:cell {cell.number}",
+                    fromfile=f"{old}:cell {cell.number}", tofile=f"{new}:cell {cell.number}",
                 ))
         return "".join(parts)
 

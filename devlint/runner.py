@@ -17,7 +17,7 @@ from typing import Optional, Sequence, Union
 from . import isolation, registry, suppression
 from .cache import Cache
 from .config import BUILTIN_CODES, Selection
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, diff_labels
 from .engine import FileResult, SourceFile, could_match, lint_source
 from .fixes import apply_edits, fix_source, parses, write_atomic
 from .notebooks import Notebook, NotebookError, is_notebook
@@ -76,9 +76,9 @@ class PythonDocument:
         return []
 
     def diff(self, text: str, filename: str) -> str:
+        old, new = diff_labels(filename)
         return "".join(difflib.unified_diff(
-            self.text.splitlines(keepends=True), text.splitlines(keepends=True),
-            fromfile=f"a/{filename}", tofile=f"b/{filename}",
+            self.text.splitlines(keepends=True), text.splitlines(keepends=True), fromfile=old, tofile=new,
         ))
 
 

@@ -65,6 +65,10 @@ def test_diff_writes_nothing_and_unsafe_fixes_need_the_flag(tmp_path):
     out = devlint("--diff", "--select", "DEV101,DEV201", "a.py", cwd=tmp_path)
     assert out.returncode == 0 and path.read_text() == text
     assert f"-{DEV201_LINE}\n+{FIXED_LINE}\n" in out.stdout
+    assert out.stdout.startswith("--- a/a.py\n+++ b/a.py\n")  # git's labels: `git apply` takes it
+    (tmp_path / "elsewhere").mkdir()
+    absolute = devlint("--diff", "--select", "DEV201", str(path), cwd=tmp_path / "elsewhere")
+    assert absolute.stdout.startswith(f"--- {path}\n+++ {path}\n")  # not `a//tmp/...`
     assert not [line for line in out.stdout.splitlines() if line.startswith("+y")]  # DEV101's fix is unsafe
     out = devlint("--diff", "--unsafe-fixes", "--select", "DEV101,DEV201", "a.py", cwd=tmp_path)
     assert "+y = torch.ones(1).to(" in out.stdout

@@ -35,6 +35,10 @@ class SubmodulesInPlainList(Rule):
     without parameters (`nn.ReLU()`), and lists of modules passed in from
     outside (often kept unregistered on purpose).
 
+    A stray trailing comma (`self.conv = nn.Conv2d(3, 8, 3),`) makes a
+    one-element tuple: reported with its own message, and fixed by removing
+    the comma.
+
     ## Example
     ```python
     class MLP(nn.Module):
@@ -55,7 +59,9 @@ class SubmodulesInPlainList(Rule):
     Unsafe: `nn.ModuleList` / `nn.ModuleDict` change the parameter set, the
     `state_dict()` keys and what `model.to()` moves — the point of the fix,
     but checkpoints saved before no longer load with `strict=True`, and
-    `nn.ModuleDict` only takes string keys.
+    `nn.ModuleDict` only takes string keys. Removing a stray comma turns the
+    attribute from a tuple into the module, so code that indexed it
+    (`self.conv[0]`) must change too.
     """
 
     code = "DEV303"
@@ -99,7 +105,11 @@ class SubmodulesInPlainList(Rule):
         )
         if elements:
             if any(self._stateful(e) for e in elements):
-                self.report(value, message, fix=self._fix(node, value))
+                if _stray_comma(value):
+                    fix = self.fix("Remove the trailing comma", [(value, elements[0])])
+                    self.report(value, _STRAY_COMMA_MESSAGE, fix=fix)
+                else:
+                    self.report(value, message, fix=self._fix(node, value))
             return
         if isinstance(value, (cst.List, cst.Dict)):  # empty: flagged if some method fills it
             key = (id(info.node), attr)
@@ -171,6 +181,23 @@ class SubmodulesInPlainList(Rule):
         args = [cst.Arg(value.with_changes(lpar=[], rpar=[]))] if _elements(value) else []
         new = statement.with_changes(value=cst.Call(func=func, args=args))
         return self.fix(f"Use `nn.{container}`", [(statement, new)])
+
+
+_STRAY_COMMA_MESSAGE = (
+    "A trailing comma makes this a 1-tuple: the submodule is not registered (`model.to()`, "
+    "`.parameters()` and `state_dict()` miss it) and calling it fails; remove the comma"
+)
+
+
+def _stray_comma(value: cst.BaseExpression) -> bool:
+    """`self.conv = nn.Conv2d(...),`: a one-element tuple without parentheses,
+    almost always a comma left over from an argument list, not a container."""
+    return (
+        isinstance(value, cst.Tuple)
+        and not value.lpar
+        and len(value.elements) == 1
+        and not isinstance(value.elements[0], cst.StarredElement)
+    )
 
 
 def _self_attribute(expr: cst.BaseExpression) -> Optional[str]:
