@@ -199,3 +199,51 @@ def test_backward_with_its_own_arguments_still_marks_the_loss():
     # value only known as what it was handed is not read as one.
     wrapped = loop.replace("err = model(x).sum()", "err = compute(x)").replace("err.data[0]", "engine_state")
     assert rows(wrapped.format(backward="model_engine.backward(loss)")) == []
+
+
+LOOP = """\
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+{helpers}
+
+def train(model, opt, batches, mode, every):
+    for i, (x, y) in enumerate(batches):
+        x, y = x.to(device), y.to(device)
+        out = model(x)
+{body}
+"""
+
+
+def loop(body: str, helpers: str = "") -> str:
+    return LOOP.format(helpers=helpers, body="\n".join("        " + line for line in body.splitlines()))
+
+
+STEP_LINES = "loss = (out - y).pow(2).mean()\nopt.zero_grad()\nloss.backward()\nopt.step()\n"
+
+
+def test_a_branch_that_back_propagates_runs_on_every_step_it_trains():
+    body = 'if mode == "mse":\n' + "".join("    " + line + "\n" for line in (STEP_LINES + "print(loss.item())").splitlines())
+    assert rows(loop(body)) == [15]
+
+
+def test_a_cadence_around_the_backward_still_makes_the_read_periodic():
+    for test in ("i % every == 0", "log_now"):
+        body = f"if {test}:\n" + "".join("    " + line + "\n" for line in (STEP_LINES + "print(loss.item())").splitlines())
+        assert rows(loop(body)) == [], test
+
+
+def test_a_helper_reading_each_tensor_of_a_list_reads_the_list_given_to_it():
+    helpers = "\n\ndef peak(tensors):\n    vals = []\n    for t in tensors:\n        vals.append(t.max().item())\n    return vals\n"
+    assert rows(loop(STEP_LINES + "peak([out, loss])", helpers)) == [21]
+    # A list of host numbers, or a loader, is no device data.
+    assert rows(loop(STEP_LINES + "peak([1.0, 2.0])\npeak(batches)", helpers)) == []
+
+
+def test_a_read_two_helpers_deep_is_reported_at_the_call_in_the_loop():
+    helpers = (
+        "\n\ndef acc(p, t):\n    return (p.argmax(1) == t).float().mean().item()\n"
+        "\n\ndef evaluate(batch, net):\n    inputs, targets = batch\n    return acc(net(inputs), targets)\n"
+    )
+    found = lint_source(loop(STEP_LINES + "evaluate((x, y), model)", helpers), "t.py", DEV501).diagnostics
+    assert [(d.start.row, "`acc()` via `evaluate()`" in d.message) for d in found] == [(23, True)]

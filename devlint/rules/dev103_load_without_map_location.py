@@ -9,7 +9,7 @@ from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
 from ..semantics import Kind, bindings, keyword, loops
 from ..semantics.names import dotted
-from ..semantics.tree import children
+from ..semantics.tree import children, iter_subtree
 from ..semantics.placements import LOADERS
 
 
@@ -123,7 +123,7 @@ class LoadWithoutMapLocation(Rule):
             condition = lambda: not self._saves_to_memory and unguarded()  # noqa: E731
         if where is None or (isinstance(where, cst.Name) and where.value == "None"):
             source = _argument(node, 0, "f")
-            if source is not None and self._written_by_this_run(source):
+            if source is not None and (self._written_by_this_run(source) or self._cached_here(source)):
                 return  # what this run just saved, on this machine: a round trip
             if source is not None and not loops.file_may_use_accelerator(self.ctx):
                 # A file that never touches an accelerator, reading back a path its
@@ -153,6 +153,23 @@ class LoadWithoutMapLocation(Rule):
                 return True
             if handed and any(dotted(n) in handed for n in _whole_names(candidate)):
                 return True
+        return False
+
+    def _cached_here(self, source: cst.BaseExpression) -> bool:
+        """A cache: `if cache.exists(): x = torch.load(cache)`, whose `else:`
+        builds `x` and `torch.save`s it to the same path, on this machine."""
+        path = self._path(source)
+        stack = self.ctx.stack
+        for i in range(len(stack) - 2, -1, -1):
+            node = stack[i]
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(node, cst.If) and stack[i + 1] is node.body and node.orelse is not None:
+                for call in iter_subtree(node.orelse):
+                    if type(call) is cst.Call and self.ctx.qualify(call.func) == "torch.save":  # type: ignore[attr-defined]
+                        target = _argument(call, 1, "f")  # type: ignore[arg-type]
+                        if target is not None and self._path(target) == path:
+                            return True
         return False
 
     def _note_model_handed_over(self, call: cst.Call) -> None:

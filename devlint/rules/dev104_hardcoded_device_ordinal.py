@@ -7,6 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Rule
 from ..semantics import guards, keyword, torchapi
+from ..semantics.names import dotted
 from ..semantics.placements import placement
 
 
@@ -17,8 +18,9 @@ class HardcodedDeviceOrdinal(Rule):
     `torch.device("cuda", 2)` used for placement, `torch.cuda.set_device(3)`,
     `with torch.cuda.device(1):`, `DataParallel(m, device_ids=[0, 1])`,
     `"cuda:1" if torch.cuda.is_available() else "cpu"` (that checks a GPU
-    exists, not how many) — that no check of `torch.cuda.device_count()`
-    guards.
+    exists, not how many), or `device_ids=args.gpus` where the argparse
+    option's default is `[0, 1]` — that no check of
+    `torch.cuda.device_count()` guards.
 
     ## Why is this bad?
     The code runs only on machines with at least that many GPUs. On a laptop,
@@ -66,6 +68,27 @@ class HardcodedDeviceOrdinal(Rule):
         index = self._ordinal(node)
         if index is not None and index > 0:
             self.report(node, self.message.format(index=index), condition=self.ctx.unguarded(guards.DEVICE_COUNT))
+        elif index is None and self.ctx.qualify(node.func) in torchapi.DATA_PARALLEL:
+            self._option_default(node)
+
+    def _option_default(self, node: cst.Call) -> None:
+        """`DataParallel(model, device_ids=args.gpus)` with an argparse
+        `--gpus` whose default is `[0, 1]`: what runs when no flag is given."""
+        ids = keyword(node, "device_ids") or _positional(node, 1)
+        if not isinstance(ids, cst.Attribute):
+            return
+        dest, options, unguarded = ids.attr.value, self.ctx.option_defaults, self.ctx.unguarded(guards.DEVICE_COUNT)
+
+        def hardcoded() -> bool:  # the parser may be built below the call
+            default = options.get(dest)
+            largest = _largest(default) if default is not None else None
+            return largest is not None and largest > 0 and unguarded()
+
+        message = (
+            f"GPU index above 0 in the argparse default of `{dotted(ids)}` fails with `Invalid device id` "
+            "on machines with fewer GPUs"
+        )
+        self.report(node, message, condition=hardcoded)
 
     def _ordinal(self, node: cst.Call) -> Optional[int]:
         if self.ctx.qualify(node.func) in torchapi.DATA_PARALLEL:

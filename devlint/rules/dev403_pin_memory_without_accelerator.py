@@ -7,7 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
-from ..semantics import dataloading
+from ..semantics import bindings, dataloading
 from ..semantics.placements import placement
 
 
@@ -77,12 +77,7 @@ class PinMemoryWithoutAccelerator(Rule):
         if not dataloading.is_dataloader(self.ctx, node):
             return
         for arg in node.args:
-            if (
-                arg.keyword is not None
-                and arg.keyword.value == "pin_memory"
-                and isinstance(arg.value, cst.Name)
-                and arg.value.value == "True"
-            ):
+            if arg.keyword is not None and arg.keyword.value == "pin_memory" and _always_true(self.ctx, arg.value):
                 unguarded = self.ctx.unguarded()
                 needs_cuda = self._needs_cuda.setdefault(id(self.ctx.scopes[-1].node), [])
                 # The script's own top-level code (its main block included) too:
@@ -90,7 +85,7 @@ class PinMemoryWithoutAccelerator(Rule):
                 script_needs = self._needs_cuda.setdefault(id(self.ctx.scopes[0].node), [])
                 self.report(
                     arg,
-                    fix=self._fix(arg.value),
+                    fix=self._fix(arg.value) if arg.value.value == "True" else None,
                     condition=lambda: unguarded() and not any(crashes() for crashes in (*needs_cuda, *script_needs)),
                 )
 
@@ -99,3 +94,12 @@ class PinMemoryWithoutAccelerator(Rule):
         if torch is None:
             return None
         return self.fix("Pin memory only when CUDA is available", [(value, cst.parse_expression(f"{torch}.cuda.is_available()"))])
+
+
+def _always_true(ctx, value: cst.BaseExpression) -> bool:
+    """`True`, or a name certain to hold it here (`use_gpu = True` a few lines up)."""
+    if not isinstance(value, cst.Name):
+        return False
+    if value.value != "True":
+        value = bindings.certain_source(ctx, value)  # type: ignore[assignment]
+    return isinstance(value, cst.Name) and value.value == "True"

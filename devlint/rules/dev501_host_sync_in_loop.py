@@ -143,12 +143,17 @@ class HostSyncInLoop(Rule):
             return None
         args = helper_reads.bind(call, func, method=name.startswith("self."))
         for param, what in reads.items():
+            if param.endswith("[]"):  # read element by element: `for t in tensors: t.item()`
+                arg = args.get(param[:-2])
+                if arg is not None and self._holds_device_data(arg):
+                    return _located(what, name)
+                continue
             arg = args.get(param)
             if arg is None or self._is_sync_call(arg) or self._is_host_value(arg) or _is_constant(arg):
                 continue
             # As inline: `.item()` of anything not known to be elsewhere, the others of device data.
-            if self._may_be_device_data(arg, lenient=what == "`.item()`") or self._differentiated(arg):
-                return f"{what} in `{name}()`"
+            if self._may_be_device_data(arg, lenient=what.startswith("`.item()`")) or self._differentiated(arg):
+                return _located(what, name)
         return None
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
@@ -267,6 +272,17 @@ class HostSyncInLoop(Rule):
             return residence.may_be_accelerator(device)
         return lenient or self._tensor_like(expr) or self._differentiated(expr)
 
+    def _holds_device_data(self, expr: cst.BaseExpression) -> bool:
+        """`[out, loss]`, `(logits, labels)` with device data in it, or device
+        data itself (a model's outputs): what a helper iterates element by element."""
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return any(
+                self._may_be_device_data(e.value, lenient=False) or self._differentiated(e.value)
+                for e in expr.elements
+                if not isinstance(e, cst.StarredElement)
+            )
+        return self._may_be_device_data(expr, lenient=False)
+
     def _differentiated(self, expr: cst.BaseExpression) -> bool:
         """`loss`, `loss.data` or `loss.detach()`, where the loop calls `loss.backward()`:
         a tensor, whatever it came from. Not once the loop rebinds the name to
@@ -310,6 +326,11 @@ class HostSyncInLoop(Rule):
                 expr = expr.value
             else:
                 return False
+
+
+def _located(what: str, helper: str) -> str:
+    """`.item()` in `accuracy()`; `.item()` in `accuracy()` via `evaluate_batch()`."""
+    return f"{what} via `{helper}()`" if " in `" in what else f"{what} in `{helper}()`"
 
 
 def _is_constant(expr: cst.BaseExpression) -> bool:

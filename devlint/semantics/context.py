@@ -37,6 +37,7 @@ class Context:
         self.early_exit_blocks: set[int] = set()  # ids of blocks after an early exit
         self.count_exit_blocks: set[int] = set()  # ... after one that checks the GPU count
         self.true_default_options: set[str] = set()  # argparse dests defaulting to True
+        self.option_defaults: dict[str, cst.BaseExpression] = {}  # argparse dest -> its `default=`
         self.events = events.EventLog()  # moves and optimizers, in statement order per scope
         # What the walk does on entering / leaving a node of a type, called as
         # hook(ctx, node). Functions, not bound methods: a table of bound methods
@@ -112,12 +113,15 @@ class Context:
         flags = [s for a in node.args if a.keyword is None and (s := _string(a.value))]
         kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
         default, action = kw.get("default"), _string(kw.get("action"))
+        dest = _string(kw.get("dest")) or next(
+            (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None
+        )
+        if not dest:
+            return
         if (isinstance(default, cst.Name) and default.value == "True") or action == "store_false":
-            dest = _string(kw.get("dest")) or next(
-                (f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")), None
-            )
-            if dest:
-                self.true_default_options.add(dest)
+            self.true_default_options.add(dest)
+        if default is not None:
+            self.option_defaults[dest] = default
 
     def _leave_assign(self, node: cst.Assign) -> None:
         value = self.value_of(node.value)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Optional, Seq
 
 import libcst as cst
 
-from . import classes, loops, torchapi
+from . import bindings, classes, loops, torchapi
 from .libraries import imports_cuda_only_library
 from .names import dotted
 from .values import Kind
@@ -148,12 +148,13 @@ def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
             return True
         bound = ctx.lookup(ident.value)
         return bound is not None and bound.kind is Kind.TRUE_CONSTANT
-    if isinstance(ident, cst.Attribute) and isinstance(ident.value, cst.Name):
-        if ident.value.value == "self":
+    if isinstance(ident, cst.Attribute):
+        if isinstance(ident.value, cst.Name) and ident.value.value == "self":
             # `self.use_gpu`, copied in `__init__` from `use_gpu=True`
             info = ctx.current_class()
             if info is not None and classes.true_by_default(ctx, info, ident.attr.value):
                 return True
+        # `args.cuda`, `self.opt.cuda`, `cfg.args.cuda`: the file's argparse option
         return ident.attr.value in ctx.true_default_options
     return False
 
@@ -209,6 +210,74 @@ def _host_test(ctx: "Context", test: cst.BaseExpression) -> Optional[bool]:
     return None
 
 
+# Probes whose truth says an accelerator is there: a test made of them has a
+# known polarity, so its other branch is known to run without one.
+_POLARITY_PROBES = frozenset(
+    {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.mps.is_available", "torch.xpu.is_available"}
+)
+
+
+def probe_polarity(ctx: "Context", test: cst.BaseExpression, depth: int = 0) -> Optional[bool]:
+    """True: `test` holds only with an accelerator (`torch.cuda.is_available()`,
+    `use_cuda and args.ddp`, `torch.cuda.device_count() > 1`); False: only
+    without one (`not torch.cuda.is_available()`); None: it says neither, or
+    not for certain. Strict by design: only real probes, `not`/`and`/`or` of
+    them and names certainly bound to them — a flag's name (`no_cuda`,
+    `args.cpu`) says nothing certain about which way it points."""
+    kind = type(test)
+    if kind is cst.UnaryOperation and isinstance(test.operator, cst.Not):  # type: ignore[attr-defined]
+        inner = probe_polarity(ctx, test.expression, depth)  # type: ignore[attr-defined]
+        return None if inner is None else not inner
+    if kind is cst.BooleanOperation:
+        sides = [probe_polarity(ctx, test.left, depth), probe_polarity(ctx, test.right, depth)]  # type: ignore[attr-defined]
+        if isinstance(test.operator, cst.And):  # type: ignore[attr-defined]
+            # One conjunct that needs (or excludes) an accelerator decides, unless they disagree.
+            known = {p for p in sides if p is not None}
+            return known.pop() if len(known) == 1 else None
+        return sides[0] if sides[0] == sides[1] else None  # `or`: every side must agree
+    if kind is cst.Call:
+        qual = ctx.qualify(test.func)  # type: ignore[attr-defined]
+        if qual in _POLARITY_PROBES or qual in torchapi.DEVICE_COUNT_PROBES:
+            return True
+        return None
+    if kind is cst.Comparison and len(test.comparisons) == 1:  # type: ignore[attr-defined]
+        return _count_polarity(ctx, test)  # type: ignore[arg-type]
+    if kind is cst.Name and depth < 3:
+        source = bindings.certain_source(ctx, test)  # type: ignore[arg-type]
+        return None if source is None else probe_polarity(ctx, source, depth + 1)
+    return None
+
+
+def _count_polarity(ctx: "Context", test: cst.Comparison) -> Optional[bool]:
+    """`torch.cuda.device_count() > 1` needs a GPU; `device_count() == 0` needs none."""
+    left, op, right = test.left, test.comparisons[0].operator, test.comparisons[0].comparator
+    if not (isinstance(left, cst.Call) and ctx.qualify(left.func) in torchapi.DEVICE_COUNT_PROBES):
+        return None
+    if not isinstance(right, cst.Integer):
+        return None
+    n = int(right.value)
+    if isinstance(op, cst.GreaterThan) or (isinstance(op, cst.NotEqual) and n == 0):
+        return True
+    if isinstance(op, cst.GreaterThanEqual):
+        return True if n >= 1 else None
+    if (isinstance(op, cst.Equal) and n == 0) or (isinstance(op, cst.LessThan) and n == 1):
+        return False
+    return None
+
+
+def _branch_without(ctx: "Context", kind: GuardKind, node: cst.CSTNode, child: Optional[cst.CSTNode]) -> bool:
+    """Is `child` the branch of `node` (an if, while or conditional expression)
+    that runs without an accelerator: the `else` of `if torch.cuda.is_available():`,
+    the body of `if not torch.cuda.is_available():`?"""
+    if kind is not AVAILABILITY or child is None or child is node.test:  # type: ignore[attr-defined]
+        return False
+    holds = probe_polarity(ctx, node.test)  # type: ignore[attr-defined]
+    if holds is None:
+        return False
+    in_body = child is node.body  # type: ignore[attr-defined]
+    return holds != in_body
+
+
 def _unwrap_str(expr: cst.BaseExpression) -> cst.BaseExpression:
     """`str(device)` -> `device`; `device.type` -> `device`."""
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "str" and len(expr.args) == 1:
@@ -246,9 +315,17 @@ def is_early_exit(ctx: "Context", node: cst.CSTNode, kind: GuardKind = AVAILABIL
     everything after it in the same block runs only with an accelerator."""
     node_type = type(node)  # exact types: libcst's classes are ABCs, slow to isinstance
     if node_type is cst.If:
-        return node.orelse is None and exits(node.body) and kind.mentions(ctx, node.test)  # type: ignore[attr-defined]
+        # Not `if torch.cuda.is_available(): return ...`: what follows runs without one.
+        return (
+            node.orelse is None
+            and exits(node.body)  # type: ignore[attr-defined]
+            and kind.mentions(ctx, node.test)  # type: ignore[attr-defined]
+            and (kind is not AVAILABILITY or probe_polarity(ctx, node.test) is not True)  # type: ignore[attr-defined]
+        )
     if node_type is cst.Assert:
-        return kind.mentions(ctx, node.test)  # type: ignore[attr-defined]
+        return kind.mentions(ctx, node.test) and (  # type: ignore[attr-defined]
+            kind is not AVAILABILITY or probe_polarity(ctx, node.test) is not False  # type: ignore[attr-defined]
+        )
     if node_type is cst.Assign:
         # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`, or a
         # marker kept for reuse, `requires_gpu = pytest.mark.skipif(...)`, at module
@@ -333,14 +410,17 @@ def is_guarded(
         if id(node) in early_exit_blocks:
             return True
         if isinstance(node, (cst.If, cst.While)):
-            if kind.mentions(ctx, node.test):
+            if kind.mentions(ctx, node.test) and not _branch_without(ctx, kind, node, child):
                 return True
         elif isinstance(node, cst.IfExp):
-            if child is not node.test and kind.mentions(ctx, node.test):
+            if child is not node.test and kind.mentions(ctx, node.test) and not _branch_without(ctx, kind, node, child):
                 return True
         elif isinstance(node, cst.BooleanOperation):
             if child is node.right and kind.mentions(ctx, node.left):
-                return True
+                # `available and x.cuda()` runs it with one; `available or x.cuda()` without.
+                holds = probe_polarity(ctx, node.left) if kind is AVAILABILITY else None
+                if holds is None or holds == isinstance(node.operator, cst.And):
+                    return True
         elif isinstance(node, cst.Try):
             if child is node.body and _catches_failure(node):
                 return True

@@ -66,10 +66,12 @@ def _module_functions(ctx: "Context") -> dict[str, cst.FunctionDef]:
 
 def parameter_reads(ctx: "Context", func: cst.FunctionDef) -> dict[str, str]:
     """Parameter name -> the host read (`.item()`, `float(tensor)`) every call
-    of `func` makes of data derived from it."""
+    of `func` makes of data derived from it. A name ending in `[]` (`tensors[]`)
+    is read element by element: `for t in tensors: t.max().item()`."""
     key = f"parameter-reads:{id(func)}"
     cached = ctx.memo.get(key)
     if cached is None:
+        ctx.memo[key] = _NO_READS  # a recursive call reads nothing more
         cached = ctx.memo[key] = _scan(ctx, func)
     return cached  # type: ignore[return-value]
 
@@ -103,21 +105,82 @@ def _scan(ctx: "Context", func: cst.FunctionDef) -> dict[str, str]:
     origin = {p: frozenset({p}) for p in params}
     nodes = _every_call_nodes(func.body)
     assigns = [n for n in nodes if isinstance(n, cst.Assign)]
+    loops = [n for n in nodes if isinstance(n, cst.For)]
     for _ in range(2):
         for node in assigns:
-            sources = _roots(ctx, node.value, origin)
-            if not sources:
-                continue
             for target in node.targets:
-                if isinstance(target.target, cst.Name) and target.target.value not in params:
-                    origin[target.target.value] = origin.get(target.target.value, _NONE) | sources
+                for name, value in _unpacked(target.target, node.value):
+                    sources = _roots(ctx, value, origin)
+                    if sources and name not in params:
+                        origin[name] = origin.get(name, _NONE) | sources
+        for loop in loops:
+            for name, iterable in _loop_bindings(loop):
+                sources = _roots(ctx, iterable, origin)
+                if sources and name not in params:
+                    elements = frozenset(s if s.endswith("[]") else f"{s}[]" for s in sources)
+                    origin[name] = origin.get(name, _NONE) | elements
     reads: dict[str, str] = {}
     for node in nodes:
         if isinstance(node, cst.Call):
             sources, what = _read(ctx, node, origin)
             for source in sources:
                 reads.setdefault(source, what)
+            for source, what in _passed_on(ctx, node, origin, params):
+                reads.setdefault(source, what)
     return reads
+
+
+def _passed_on(
+    ctx: "Context", call: cst.Call, origin: dict[str, frozenset[str]], params: set[str]
+) -> list[tuple[str, str]]:
+    """`accuracy(logits, y)` inside a helper, where `accuracy` (a function of this
+    file) reads its argument: the helper reads what it passes on."""
+    func = call.func
+    if not isinstance(func, cst.Name) or func.value in params or func.value in origin:
+        return []
+    inner = _module_functions(ctx).get(func.value)
+    if inner is None:
+        return []
+    found = []
+    bound = bind(call, inner, method=False)
+    for param, what in parameter_reads(ctx, inner).items():
+        arg = bound.get(param)
+        if arg is not None:  # element-wise reads (`tensors[]`) are left to the outer call
+            where = what if " in `" in what else f"{what} in `{func.value}()`"
+            found.extend((source, where) for source in _roots(ctx, arg, origin))
+    return found
+
+
+def _unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
+    """The names an assignment binds and what each is computed from:
+    `x = v` -> (x, v); `x, y = x.to(d), y.to(d)` pairwise; `data, labels = batch`
+    -> each from `batch`."""
+    if isinstance(target, cst.Name):
+        return [(target.value, value)]
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return []
+    names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
+        return [(n, e.value) for n, e in zip(names, value.elements) if n and not isinstance(e, cst.StarredElement)]
+    return [(n, value) for n in names if n]
+
+
+def _loop_bindings(loop: cst.For) -> list[tuple[str, cst.BaseExpression]]:
+    """The loop's names and what each iterates over: `for t in ts` -> (t, ts);
+    `for i, t in enumerate(ts)` -> (t, ts); `for a, b in zip(xs, ys)` -> (a, xs), (b, ys)."""
+    target, iterable = loop.target, loop.iter
+    if isinstance(target, cst.Name):
+        return [(target.value, iterable)]
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(iterable, cst.Call)):
+        return []
+    names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+    func = iterable.func
+    args = [a.value for a in iterable.args if a.keyword is None and not a.star]
+    if isinstance(func, cst.Name) and func.value == "enumerate" and len(names) == 2 and len(args) == 1:
+        return [(names[1], args[0])] if names[1] else []
+    if isinstance(func, cst.Name) and func.value == "zip" and len(names) == len(args):
+        return [(n, a) for n, a in zip(names, args) if n]
+    return []
 
 
 def _every_call_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:

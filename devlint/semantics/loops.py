@@ -163,7 +163,8 @@ def periodic(
     for i in range(start + 1, len(stack) - 1):
         node, child = stack[i], stack[i + 1]
         if isinstance(node, cst.If) and child is not node.test and not _every_step(ctx, node.test):
-            return True
+            if not _selects_how_to_train(ctx, node.test, child):
+                return True
         if isinstance(node, cst.IfExp) and child is not node.test and not _every_step(ctx, node.test):
             # The read in the first branch stands for both: one of them runs.
             if child is not node.body or does_it_too is None or not does_it_too(node.orelse):
@@ -171,9 +172,36 @@ def periodic(
         if isinstance(node, cst.BooleanOperation) and child is node.right and not _every_step(ctx, node.left):
             return True
         if isinstance(node, cst.Else) and i > 0 and isinstance(stack[i - 1], cst.If):
-            if not _every_step(ctx, stack[i - 1].test):
+            if not _every_step(ctx, stack[i - 1].test) and not _selects_how_to_train(ctx, stack[i - 1].test, node):
                 return True
     return False
+
+
+def _selects_how_to_train(ctx: "Context", test: cst.BaseExpression, branch: cst.CSTNode) -> bool:
+    """`if training_mode == "sacn": ... loss.backward()`: a branch that
+    back-propagates itself runs on every step it trains, whatever picks it,
+    unless the test is a cadence (`i % 10 == 0`, `log_now`)."""
+    for node in iter_subtree(test):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            return False
+        if isinstance(node, (cst.Name, cst.Attribute)) and _CADENCE_WORDS.search(dotted(node) or ""):
+            return False
+    stack: list[cst.CSTNode] = [branch]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*_STOP, cst.For, cst.While)):
+            continue
+        if isinstance(node, cst.Call) and _backpropagates(ctx, node):
+            return True
+        stack.extend(children(node))
+    return False
+
+
+def _backpropagates(ctx: "Context", call: cst.Call) -> bool:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in _BACKWARD_METHODS
+    return ctx.qualify(func) == "torch.autograd.backward"
 
 
 def _every_step(ctx: "Context", test: cst.BaseExpression) -> bool:

@@ -142,18 +142,35 @@ def _holds_no_tensors(ctx: "Context", receiver: cst.BaseExpression) -> bool:
     if not (last.endswith("Loss") or last in torchapi.STATELESS_MODULES):
         return False
     if isinstance(receiver, cst.Name):
-        receiver = bindings.certain_source(ctx, receiver) or receiver
-    elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+        # `criterion = nn.CrossEntropyLoss().cuda()`, then `criterion = criterion.cuda()` in a loop.
+        name = receiver.value
+        made = [
+            _unmoved(value) for value in bindings.assigned_expressions(ctx, receiver)
+            if not (isinstance(_unmoved(value), cst.Name) and _unmoved(value).value == name)  # type: ignore[attr-defined]
+        ]
+        return bool(made) and all(_built_without_state(m) for m in made)
+    if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
         # `self.criterion = nn.L1Loss()` (and `self.criterion = self.criterion.cuda()`).
         info = ctx.current_class()
         if info is None:
             return False
         made = [
-            value for _, value in classes.attributes(info).get(receiver.attr.value).assigned_in
+            _unmoved(value) for _, value in classes.attributes(info).get(receiver.attr.value).assigned_in
             if not _moves_itself(value, receiver.attr.value)
         ]
         return len(made) == 1 and _built_without_state(made[0])
-    return _built_without_state(receiver)
+    return _built_without_state(_unmoved(receiver))
+
+
+def _unmoved(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`nn.MSELoss().cuda()` -> `nn.MSELoss()`: a module's move returns the module."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in ("to", "cuda", "cpu")
+    ):
+        expr = expr.func.value
+    return expr
 
 
 def _built_without_state(expr: cst.BaseExpression) -> bool:
