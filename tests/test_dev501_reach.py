@@ -247,3 +247,13 @@ def test_a_read_two_helpers_deep_is_reported_at_the_call_in_the_loop():
     )
     found = lint_source(loop(STEP_LINES + "evaluate((x, y), model)", helpers), "t.py", DEV501).diagnostics
     assert [(d.start.row, "`acc()` via `evaluate()`" in d.message) for d in found] == [(23, True)]
+
+
+def test_what_an_unknown_model_computes_from_device_data_is_on_the_device():
+    assert rows(loop(STEP_LINES + "preds = out.detach().cpu()")) == [14]
+    assert rows(loop(STEP_LINES + "arr = model(x).cpu().numpy()")) == [14]  # the `.cpu()`, not the `.numpy()`
+    # Once read to the host, it is no longer device data.
+    assert rows(loop(STEP_LINES + "host = out.detach().cpu()\narr = host.numpy()")) == [14]
+    # From host data only: the loop's tensors that reach the model are on the CPU.
+    cpu_loop = loop(STEP_LINES + "arr = model(y.cpu()).cpu()").replace("x, y = x.to(device), y.to(device)", "pass")
+    assert rows(cpu_loop) == []

@@ -34,8 +34,13 @@ class UnguardedCuda(Rule):
     `torch.accelerator.is_available()`.
 
     Not guards:
+    - the branch of an availability test that runs without a GPU: the
+      `else:` of `if torch.cuda.is_available():` (or of `if use_cuda:` with
+      `use_cuda = torch.cuda.is_available()`, or of `if torch.cuda.is_available()
+      and args.ddp:`), the body of `if not torch.cuda.is_available():`, and
+      what follows `if torch.cuda.is_available(): return ...`;
     - a flag whose default is True (`use_gpu=True`, an argparse `--cuda`
-      with `default=True`);
+      with `default=True`, also read as `self.opt.cuda`);
     - a warning under `if not ...` (the code after it still runs);
     - a long `try` whose `except` only reports and gives up (it hides the
       crash);

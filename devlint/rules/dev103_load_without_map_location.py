@@ -34,8 +34,9 @@ class LoadWithoutMapLocation(Rule):
     back by a worker process), or reading back the path the same function
     just saved to (`torch.save(model, path)`, then `torch.load(path)`, also
     through a name, or after handing the model and the folder to a helper
-    such as `early_stopping(val_loss, model, path)`): this run wrote it, on
-    this machine. Nor is a file that never names or uses an accelerator
+    such as `early_stopping(val_loss, model, path)`), or a cache (`if
+    os.path.exists(cache): x = torch.load(cache)` whose `else:` builds `x`
+    and saves it to `cache`): this run wrote it, on this machine. Nor is a file that never names or uses an accelerator
     reading back a path its own `torch.save` writes: its checkpoints hold CPU
     tensors. Bytes from elsewhere — a file, a network response — are still
     checkpoints from another machine.

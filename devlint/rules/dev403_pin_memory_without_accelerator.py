@@ -14,8 +14,9 @@ from ..semantics.placements import placement
 class PinMemoryWithoutAccelerator(Rule):
     """
     ## What it does
-    Flags a literal `pin_memory=True` passed to a `torch.utils.data.DataLoader`
-    that is not tied to accelerator availability: not under a
+    Flags a literal `pin_memory=True` (or a name certainly bound to `True`,
+    such as `use_gpu = True` a few lines up) passed to a
+    `torch.utils.data.DataLoader` that is not tied to accelerator availability: not under a
     `torch.cuda.is_available()` check (or any other guard devlint
     recognises), and not computed from one.
 

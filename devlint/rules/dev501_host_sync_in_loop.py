@@ -54,8 +54,13 @@ class HostSyncInLoop(Rule):
     A flag that holds on every step alike (`if use_amp:`) is no such
     condition, and neither is picking the main process (`if rank == 0:`,
     `if args.local_rank in [-1, 0]:`, `if is_main_process():`): that process
-    reads on every one of its steps. What the loop calls `.backward()` on is
-    a tensor, whatever made it (a helper, a hub model's `outputs.loss`).
+    reads on every one of its steps; nor is a branch that back-propagates
+    itself (`if mode == "sacn": ... loss.backward()`): it picks how to train,
+    not how often. What the loop calls `.backward()` on is
+    a tensor, whatever made it (a helper, a hub model's `outputs.loss`), and
+    what a callable of unknown class (a model passed in as a parameter)
+    computes from device data is on the device: `.cpu()` and `.numpy()` of it
+    are reads.
 
     A step function — one that trains on its own (`def train_step(...)`
     calling `loss.backward()` and `optimizer.step()`) — counts as the body of
@@ -65,6 +70,9 @@ class HostSyncInLoop(Rule):
     file that reads its argument on every call (`def accuracy(logits, y):
     return (logits.argmax(1) == y).float().mean().item()`) reads on every
     step when a training loop calls it with device data: the call is flagged.
+    So does a helper that reads each tensor of a list it is given (`for t in
+    tensors: t.max().item()`) and one that passes its argument on to such a
+    helper (`evaluate_batch(batch)` calling `accuracy(preds, labels)`).
 
     ## Example
     ```python
@@ -236,6 +244,8 @@ class HostSyncInLoop(Rule):
                 return "`.item()`"
             if method != "item" and self._may_be_device_data(receiver, lenient=False):
                 return f"`.{method}()`"
+            if method in _TENSOR_ONLY_READS and _computed_on_device(self.ctx, receiver):
+                return f"`.{method}()`"
             return None
         if (
             isinstance(func, cst.Attribute)
@@ -326,6 +336,59 @@ class HostSyncInLoop(Rule):
                 expr = expr.value
             else:
                 return False
+
+
+# Reads that only a tensor has (numpy arrays have `.tolist()` and `.item()`):
+# what they are called on is a tensor, whatever made it.
+_TENSOR_ONLY_READS = frozenset({"cpu", "numpy"})
+# Calls that never return device data computed from their arguments.
+_HOST_CALLS = frozenset({"len", "float", "int", "bool", "str", "round", "sum", "list", "tuple", "dict", "print"})
+
+
+def _computed_on_device(ctx: Context, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """A tensor that a model (or any callable not known to torch) computed from
+    device data: `model(x).cpu()`, `preds = net(x); preds.detach().cpu()` with
+    `x = x.to(device)`. Whatever `model` is (a parameter, an imported class),
+    what it computes from device inputs is on the device."""
+    known = residence.data_device(ctx, expr)  # `x.cuda()`, `x.to(device)`
+    if known is not None:
+        return residence.may_be_accelerator(known)
+    if depth > 3:
+        return False
+    while True:  # `out[0].detach()`, `outputs.logits.argmax(-1)`: the same data
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            if method in SYNC_METHODS or method not in torchapi.TENSOR_RETURNING_METHODS:
+                break  # `x.cpu()` is on the host; an unknown method is left to the call check
+            expr = expr.func.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value not in residence.NOT_DATA_ATTRS:
+            expr = expr.value
+        else:
+            break
+    if isinstance(expr, cst.Name):
+        device = residence.data_device(ctx, expr)
+        if device is not None:
+            return residence.may_be_accelerator(device)
+        source = bindings.certain_source(ctx, expr)
+        if source is not None:
+            return _computed_on_device(ctx, source, depth + 1)
+        # Bound in more than one place (`if use_gpu: x = x.cuda()`): any of them.
+        return any(_computed_on_device(ctx, e, depth + 1) for e in bindings.assigned_expressions(ctx, expr))
+    if not isinstance(expr, cst.Call) or ctx.qualify(expr.func) is not None:
+        return False  # torch's own functions: where their data is, residence says
+    if isinstance(expr.func, cst.Name) and expr.func.value in _HOST_CALLS:
+        return False
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SYNC_METHODS:
+        return False
+    for arg in expr.args:
+        if arg.star:
+            continue
+        device = residence.data_device(ctx, arg.value)
+        if residence.may_be_accelerator(device) or (device is None and _computed_on_device(ctx, arg.value, depth + 1)):
+            return True
+    return False
 
 
 def _located(what: str, helper: str) -> str:
