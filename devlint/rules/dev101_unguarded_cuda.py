@@ -42,6 +42,7 @@ class UnguardedCuda(Rule):
     - a flag whose default is True (`use_gpu=True`, an argparse `--cuda`
       with `default=True`, also read as `self.opt.cuda`);
     - a warning under `if not ...` (the code after it still runs);
+    - a `try` whose handler raises again (`except Exception: log(e); raise`);
     - a long `try` whose `except` only reports and gives up (it hides the
       crash);
     - a name that only contains such a word (`sample` is not `amp`,

@@ -356,6 +356,8 @@ def _catches_failure(node: cst.Try) -> bool:
     if _long_body(node.body) and all(_gives_up(h.body) for h in node.handlers):
         return False
     for handler in node.handlers:
+        if _reraises(handler.body):
+            continue  # `except Exception: log(...); raise`: the failure goes on up
         if handler.type is None:
             return True
         types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
@@ -364,6 +366,14 @@ def _catches_failure(node: cst.Try) -> bool:
             if name in _BROAD_EXCEPTIONS:
                 return True
     return False
+
+
+def _reraises(body: cst.BaseSuite) -> bool:
+    """Does the handler end by raising (`raise`, `raise RuntimeError(...) from e`)?"""
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return False
+    last = body.body[-1]
+    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in last.body)
 
 
 def _long_body(body: cst.BaseSuite) -> bool:

@@ -151,9 +151,9 @@ def data_device(ctx: "Context", expr: cst.BaseExpression, _depth: int = 0) -> Op
     if value.kind in (Kind.TENSOR, Kind.MODULE_OUTPUT):
         if value.device is not None:
             return value.device
-    if isinstance(expr, cst.Name) and value.kind is Kind.UNKNOWN and _depth < 3:
-        # `target = target.cuda()` of something unknown: where the one assignment
-        # in effect put it.
+    if isinstance(expr, cst.Name) and value.kind in _FOLLOWED and _depth < 3:
+        # `target = target.cuda()` of something unknown, `label = label.to(device).long()`:
+        # where the one assignment in effect put it.
         source = bindings.certain_source(ctx, expr)
         return data_device(ctx, source, _depth + 1) if source is not None else None
     if isinstance(expr, cst.Subscript):
@@ -172,6 +172,8 @@ def data_device(ctx: "Context", expr: cst.BaseExpression, _depth: int = 0) -> Op
             target = _to_target(expr)
             if target is not None and target_may_be_accelerator(ctx, target):
                 return Device()
+        if method in _DTYPE_CASTS and not expr.args:  # `label.to(device).long()`: same place
+            return data_device(ctx, expr.func.value, _depth)
         if method in torchapi.TENSOR_RETURNING_METHODS and method not in torchapi.MOVE_METHODS:
             device = data_device(ctx, expr.func.value, _depth)
             if device is None and method in _BINARY_METHODS and expr.args and expr.args[0].keyword is None:
@@ -206,6 +208,10 @@ def legacy_type_device(ctx: "Context", call: cst.Call) -> Optional[Device]:
 
 
 _ACCELERATOR_METHODS = frozenset({"cuda", "mps", "xpu"})
+# Casts that keep the data where it is.
+_DTYPE_CASTS = frozenset("half float double bfloat16 int long bool byte char short".split())
+# Names whose place is followed to their assignment: unknown, or data whose place was lost.
+_FOLLOWED = frozenset({Kind.UNKNOWN, Kind.TENSOR, Kind.MODULE_OUTPUT})
 # Tensor methods of two tensors, which must share a device.
 _BINARY_METHODS = frozenset(
     "eq ne gt lt ge le add sub mul div matmul mm bmm logical_and logical_or logical_xor".split()
