@@ -7,7 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Report, Rule
 from ..semantics.context import Context
-from ..semantics import bindings, guards, helper_reads, loops, residence, torchapi
+from ..semantics import bindings, guards, helper_reads, loops, residence
 from ..semantics.names import dotted
 from ..semantics.tree import iter_subtree
 from ..semantics.values import Kind
@@ -323,19 +323,9 @@ class HostSyncInLoop(Rule):
     def _tensor_like(self, expr: cst.BaseExpression) -> bool:
         """A tensor or module output, or a tensor method's result, an item or a
         data attribute of one (`loss.detach()`, `out.logits[0]`)."""
-        while True:
-            if self.ctx.value_of(expr).kind in (Kind.TENSOR, Kind.MODULE_OUTPUT):
-                return True
-            if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-                if expr.func.attr.value not in torchapi.TENSOR_RETURNING_METHODS:
-                    return False
-                expr = expr.func.value
-            elif isinstance(expr, cst.Subscript):
-                expr = expr.value
-            elif isinstance(expr, cst.Attribute) and expr.attr.value not in residence.NOT_DATA_ATTRS:
-                expr = expr.value
-            else:
-                return False
+        return any(
+            self.ctx.value_of(e).kind in (Kind.TENSOR, Kind.MODULE_OUTPUT) for e in residence.data_chain(expr)
+        )
 
 
 # Reads that only a tensor has (numpy arrays have `.tolist()` and `.item()`):
@@ -355,18 +345,9 @@ def _computed_on_device(ctx: Context, expr: cst.BaseExpression, depth: int = 0) 
         return residence.may_be_accelerator(known)
     if depth > 3:
         return False
-    while True:  # `out[0].detach()`, `outputs.logits.argmax(-1)`: the same data
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-            method = expr.func.attr.value
-            if method in SYNC_METHODS or method not in torchapi.TENSOR_RETURNING_METHODS:
-                break  # `x.cpu()` is on the host; an unknown method is left to the call check
-            expr = expr.func.value
-        elif isinstance(expr, cst.Subscript):
-            expr = expr.value
-        elif isinstance(expr, cst.Attribute) and expr.attr.value not in residence.NOT_DATA_ATTRS:
-            expr = expr.value
-        else:
-            break
+    # `out[0].detach()`, `outputs.logits.argmax(-1)`: the same data; `x.cpu()` is
+    # on the host and an unknown method is left to the call check below.
+    *_, expr = residence.data_chain(expr, stop=SYNC_METHODS)
     if isinstance(expr, cst.Name):
         device = residence.data_device(ctx, expr)
         if device is not None:

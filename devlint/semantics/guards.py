@@ -210,13 +210,6 @@ def _host_test(ctx: "Context", test: cst.BaseExpression) -> Optional[bool]:
     return None
 
 
-# Probes whose truth says an accelerator is there: a test made of them has a
-# known polarity, so its other branch is known to run without one.
-_POLARITY_PROBES = frozenset(
-    {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.mps.is_available", "torch.xpu.is_available"}
-)
-
-
 def probe_polarity(ctx: "Context", test: cst.BaseExpression, depth: int = 0) -> Optional[bool]:
     """True: `test` holds only with an accelerator (`torch.cuda.is_available()`,
     `use_cuda and args.ddp`, `torch.cuda.device_count() > 1`); False: only
@@ -237,7 +230,7 @@ def probe_polarity(ctx: "Context", test: cst.BaseExpression, depth: int = 0) -> 
         return sides[0] if sides[0] == sides[1] else None  # `or`: every side must agree
     if kind is cst.Call:
         qual = ctx.qualify(test.func)  # type: ignore[attr-defined]
-        if qual in _POLARITY_PROBES or qual in torchapi.DEVICE_COUNT_PROBES:
+        if qual in torchapi.PRESENCE_PROBES or qual in torchapi.DEVICE_COUNT_PROBES:
             return True
         return None
     if kind is cst.Comparison and len(test.comparisons) == 1:  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from . import classes, torchapi
+from . import bindings, classes, torchapi
 from .residence import NOT_DATA_ATTRS
 from .tree import children
 
@@ -160,8 +160,8 @@ def _unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tup
     if not isinstance(target, (cst.Tuple, cst.List)):
         return []
     names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
-    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
-        return [(n, e.value) for n, e in zip(names, value.elements) if n and not isinstance(e, cst.StarredElement)]
+    if bindings.pairwise(target, value):
+        return [(n, e.value) for n, e in zip(names, value.elements) if n]  # type: ignore[attr-defined]
     return [(n, value) for n in names if n]
 
 

@@ -186,15 +186,7 @@ def _selects_how_to_train(ctx: "Context", test: cst.BaseExpression, branch: cst.
             return False
         if isinstance(node, (cst.Name, cst.Attribute)) and _CADENCE_WORDS.search(dotted(node) or ""):
             return False
-    stack: list[cst.CSTNode] = [branch]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (*_STOP, cst.For, cst.While)):
-            continue
-        if isinstance(node, cst.Call) and _backpropagates(ctx, node):
-            return True
-        stack.extend(children(node))
-    return False
+    return _calls_in_body(ctx, branch, _backpropagates)
 
 
 def _backpropagates(ctx: "Context", call: cst.Call) -> bool:
@@ -270,26 +262,29 @@ def _small_int(expr: cst.BaseExpression) -> bool:
 
 
 def _body_trains(ctx: "Context", body: cst.BaseSuite) -> bool:
+    return _calls_in_body(ctx, body, _trains_call)
+
+
+def _calls_in_body(ctx: "Context", body: cst.CSTNode, test: Callable[["Context", cst.Call], bool]) -> bool:
+    """Does a call in `body` (not in a nested loop or scope) pass `test`?"""
     stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
         if isinstance(node, (*_STOP, cst.For, cst.While)):
             continue
-        if isinstance(node, cst.Call) and _trains_call(ctx, node):
+        if isinstance(node, cst.Call) and test(ctx, node):
             return True
         stack.extend(children(node))
     return False
 
 
 def _trains_call(ctx: "Context", call: cst.Call) -> bool:
-    func = call.func
-    if ctx.qualify(func) == "torch.autograd.backward":
+    if _backpropagates(ctx, call):
         return True
+    func = call.func
     if not isinstance(func, cst.Attribute):
         return False
     method = func.attr.value
-    if method in _BACKWARD_METHODS:
-        return True
     if method == "step":
         if is_optimizer(ctx, func.value):
             return True

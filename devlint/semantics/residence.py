@@ -23,7 +23,7 @@ ask:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, AbstractSet, Iterator, Optional
 
 import libcst as cst
 
@@ -57,6 +57,26 @@ DATA_FACTORIES = frozenset(f"torch.{n}" for n in "tensor as_tensor asarray".spli
 # Attributes of a module's output that are not its data.
 _NOT_DATA_ATTRS = frozenset("shape dtype device ndim is_cuda requires_grad names layout".split())
 NOT_DATA_ATTRS = _NOT_DATA_ATTRS  # attributes of a tensor (or output) that are metadata, not data
+
+
+def data_chain(expr: cst.BaseExpression, stop: AbstractSet[str] = frozenset()) -> Iterator[cst.BaseExpression]:
+    """`expr`, then what it is the same data of, down to where that ends:
+    `out.logits[0].detach()` -> itself, `out.logits[0]`, `out.logits`, `out`.
+    Through tensor methods (not those in `stop`), items and data attributes;
+    a method that returns something else, or metadata (`x.shape`), ends it."""
+    while True:
+        yield expr
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            method = expr.func.attr.value
+            if method in stop or method not in torchapi.TENSOR_RETURNING_METHODS:
+                return
+            expr = expr.func.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value not in _NOT_DATA_ATTRS:
+            expr = expr.value
+        else:
+            return
 
 # Tensor methods whose result is no tensor (metadata, Python values).
 NON_TENSOR_METHODS = frozenset(

@@ -225,6 +225,11 @@ INDEXED_DEVICE_TYPES = frozenset({"cuda", "mps", "xpu"})
 
 # Probes of how many accelerators there are. A condition comparing with one of
 # these checks a device ordinal (`if torch.cuda.device_count() > 1:`).
+# Probes whose truth says an accelerator is there (`not` of one: that none is),
+# so the other branch of a test made of them runs without one.
+PRESENCE_PROBES = frozenset(
+    {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.mps.is_available", "torch.xpu.is_available"}
+)
 DEVICE_COUNT_PROBES = frozenset(
     {"torch.cuda.device_count", "torch.accelerator.device_count", "torch.xpu.device_count", "torch.mps.device_count"}
 )
