@@ -33,7 +33,8 @@ class OptimizerBeforeMove(Rule):
     Only flagged when the optimizer holds state the move leaves behind —
     eager state (`Adagrad`, or an optimizer torch does not ship, whose state
     devlint cannot see), or state loaded with `optimizer.load_state_dict(...)`
-    before the move — when the model was not already on a device when the
+    before the move and not moved by hand (a loop over `optimizer.state`) —
+    when the model was not already on a device when the
     optimizer was built, and when the move may target an accelerator
     (`model.cpu()`, `model.to(torch.float16)` stay silent). torch's lazy
     optimizers (SGD, Adam, AdamW, ...) with nothing loaded are not flagged:
@@ -77,6 +78,12 @@ class OptimizerBeforeMove(Rule):
             name = dotted(node.targets[0].target)
             if name is not None:
                 self._bound[id(node.value)] = name
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # `for state in optimizer.state.values(): ... v.cuda()`: the author
+        # moves the loaded state by hand.
+        if node.attr.value == "state" and self._loaded:
+            self._loaded.discard(dotted(node.value) or "")
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
