@@ -37,6 +37,7 @@ class Context:
         self.early_exit_blocks: set[int] = set()  # ids of blocks after an early exit
         self.count_exit_blocks: set[int] = set()  # ... after one that checks the GPU count
         self.true_default_options: set[str] = set()  # argparse dests defaulting to True
+        self.false_default_options: set[str] = set()  # store_true dests (False unless given)
         self.option_defaults: dict[str, cst.BaseExpression] = {}  # argparse dest -> its `default=`
         self.events = events.EventLog()  # moves and optimizers, in statement order per scope
         # What the walk does on entering / leaving a node of a type, called as
@@ -120,11 +121,15 @@ class Context:
             return
         if (isinstance(default, cst.Name) and default.value == "True") or action == "store_false":
             self.true_default_options.add(dest)
+        elif action == "store_true" and (default is None or (isinstance(default, cst.Name) and default.value == "False")):
+            self.false_default_options.add(dest)
         if default is not None:
             self.option_defaults[dest] = default
 
     def _leave_assign(self, node: cst.Assign) -> None:
         value = self.value_of(node.value)
+        if value.kind is Kind.UNKNOWN and guards.negated_false_default(self, node.value):
+            value = _TRUE  # `use_cuda = not args.no_cuda`: on unless the flag is given
         # A strict probe needs a probe's name in the text: skip the scan in files without one.
         if value.kind is Kind.UNKNOWN and self.names_a_probe:
             if guards.mentions_device_count(self, node.value, loose=False):

@@ -155,8 +155,26 @@ def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
             if info is not None and classes.true_by_default(ctx, info, ident.attr.value):
                 return True
         # `args.cuda`, `self.opt.cuda`, `cfg.args.cuda`: the file's argparse option
-        return ident.attr.value in ctx.true_default_options
+        if ident.attr.value in ctx.true_default_options:
+            return True
+        # `if not args.no_cuda:` / `"cpu" if args.cpu else "cuda"`: a flag that turns
+        # the accelerator off, off by default, leaves the accelerator path on.
+        return ident.attr.value in ctx.false_default_options and bool(_OFF_SWITCH.search(ident.attr.value))
     return False
+
+
+# Option names that switch the accelerator off (`--no-cuda`, `--nocuda`, `--cpu`, `--disable-gpu`).
+_OFF_SWITCH = re.compile(r"(?i)^(?:no_?|disable_?|without_?)(?:cuda|gpu|accel\w*)$|^(?:use_|force_|only_)?cpu(?:_only)?$")
+
+
+def negated_false_default(ctx: "Context", expr: cst.BaseExpression) -> bool:
+    """`not args.nocuda`: the negation of an argparse `store_true` flag, True unless it is given."""
+    return (
+        isinstance(expr, cst.UnaryOperation)
+        and isinstance(expr.operator, cst.Not)
+        and isinstance(expr.expression, cst.Attribute)
+        and expr.expression.attr.value in ctx.false_default_options
+    )
 
 
 def on_host_path(ctx: "Context") -> bool:
