@@ -114,8 +114,9 @@ def step_name(ctx: "Context", func: cst.FunctionDef) -> str:
 
 def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
     """A call of a function of this file (`self.train_step(batch)`,
-    `train_one_batch(...)`) on every step of a loop, with that loop; named as
-    `step_name` names functions."""
+    `train_one_batch(...)`, `trainer.update(batch)` on an instance of a class of
+    this file) on every step of a loop, with that loop; named as `step_name`
+    names functions."""
     func = call.func
     if isinstance(func, cst.Name):
         name = func.value
@@ -124,6 +125,14 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
         if cls is None:
             return None
         name = f"{cls.name}.self.{func.attr.value}"
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        # `trainer.update(batch)` after `trainer = Trainer(model)`, a class of this file
+        if func.attr.value not in _defined_names(ctx):
+            return None
+        owner = _instance_class(ctx, func.value)
+        if owner is None:
+            return None
+        name = f"{owner}.self.{func.attr.value}"
     else:
         return None
     if name.rsplit(".", 1)[-1] not in _defined_names(ctx):
@@ -135,6 +144,14 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
             return None
         if isinstance(node, (cst.For, cst.While)) and stack[i + 1] is node.body:
             return None if periodic(ctx, node) else (name, node)
+    return None
+
+
+def _instance_class(ctx: "Context", name: cst.Name) -> Optional[str]:
+    """The class of this file that `name` is certainly an instance of (`Trainer(...)`)."""
+    source = bindings.certain_source(ctx, name)
+    if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value in ctx.classes:
+        return source.func.value
     return None
 
 
