@@ -91,6 +91,8 @@ def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True)
             value = ctx.lookup(ident.value)
             if value is not None and value.kind in (Kind.AVAILABILITY, Kind.DEVICE_COUNT):
                 return True
+            if loose and value is not None and value.kind in (Kind.DEVICE, Kind.DEVICE_STRING):
+                return True  # `dev.type == "cuda"`: a device, whatever its name says
         word = _word(ident)
         if loose and torchapi.GUARD_WORDS.search(word) and not _true_default_flag(ctx, ident):
             return True
@@ -322,16 +324,26 @@ def _parser_error(name: str) -> bool:
 
 
 def is_early_exit(ctx: "Context", node: cst.CSTNode, kind: GuardKind = AVAILABILITY) -> bool:
-    """`if not torch.cuda.is_available(): return` / `assert torch.cuda.is_available()`:
-    everything after it in the same block runs only with an accelerator."""
+    """`if not torch.cuda.is_available(): return` / `assert torch.cuda.is_available()` /
+    `if torch.cuda.is_available(): ... else: raise ...`: everything after it in
+    the same block runs only with an accelerator."""
     node_type = type(node)  # exact types: libcst's classes are ABCs, slow to isinstance
     if node_type is cst.If:
-        # Not `if torch.cuda.is_available(): return ...`: what follows runs without one.
+        orelse = node.orelse  # type: ignore[attr-defined]
+        if exits(node.body):  # type: ignore[attr-defined]
+            # Not `if torch.cuda.is_available(): return ...`: what follows runs without one.
+            return (
+                (orelse is None or type(orelse) is cst.Else)
+                and kind.mentions(ctx, node.test)  # type: ignore[attr-defined]
+                and (kind is not AVAILABILITY or probe_polarity(ctx, node.test) is not True)  # type: ignore[attr-defined]
+            )
+        # `if torch.cuda.is_available(): model.cuda() else: raise SystemExit("needs a GPU")`:
+        # what follows runs only where the test held.
         return (
-            node.orelse is None
-            and exits(node.body)  # type: ignore[attr-defined]
+            type(orelse) is cst.Else
+            and exits(orelse.body)  # type: ignore[union-attr]
             and kind.mentions(ctx, node.test)  # type: ignore[attr-defined]
-            and (kind is not AVAILABILITY or probe_polarity(ctx, node.test) is not True)  # type: ignore[attr-defined]
+            and (kind is not AVAILABILITY or probe_polarity(ctx, node.test) is not False)  # type: ignore[attr-defined]
         )
     if node_type is cst.Assert:
         return kind.mentions(ctx, node.test) and (  # type: ignore[attr-defined]
