@@ -75,7 +75,9 @@ class UnguardedCuda(Rule):
     Unsafe: the fix replaces the literal device with
     `"cuda" if torch.cuda.is_available() else "cpu"`, so the code runs on the
     CPU where it used to crash — behaviour changes, and choosing the device
-    once at the top is still the better shape.
+    once at the top is still the better shape. No fix for CUDA-only APIs
+    (`torch.cuda.set_device("cuda")`, `with torch.cuda.device("cuda"):`),
+    which reject `"cpu"` as well: the whole statement needs the guard.
     """
 
     code = "DEV101"
@@ -121,6 +123,10 @@ class UnguardedCuda(Rule):
             new = found.call.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(choice)])
             return self.fix("Fall back to the CPU when CUDA is unavailable", [(found.call, new)])
         target = found.target
+        if (self.ctx.qualify(func) or "").startswith("torch.cuda."):
+            # `torch.cuda.set_device(...)`, `with torch.cuda.device(...)`: CUDA-only APIs
+            # reject "cpu" too; the whole statement needs the guard.
+            return None
         if isinstance(target, cst.SimpleString) and target.evaluated_value == "cuda":
             parenthesized = choice.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             new_target = choice if found.how == "method" or _is_sole_arg(found.call, target) else parenthesized
