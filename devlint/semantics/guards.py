@@ -391,6 +391,33 @@ def _catches_failure(node: cst.Try) -> bool:
     return False
 
 
+# Exceptions only an accelerator raises.
+_ACCELERATOR_FAILURES = frozenset({"torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError"})
+
+
+def _accelerator_failure(ctx: "Context", caught: Optional[cst.BaseExpression]) -> bool:
+    """`torch.cuda.OutOfMemoryError`, or a tuple of such exceptions."""
+    if caught is None:
+        return False
+    parts = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
+    return all(ctx.qualify(p) in _ACCELERATOR_FAILURES for p in parts)
+
+
+def _tests_oom_message(test: cst.BaseExpression) -> bool:
+    """`"out of memory" in str(e)` (alone or in an `and`): the accelerator
+    allocator's message (the CPU's says "not enough memory")."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tests_oom_message(test.left) or _tests_oom_message(test.right)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    left = test.left
+    return (
+        isinstance(test.comparisons[0].operator, cst.In)
+        and isinstance(left, cst.SimpleString)
+        and "out of memory" in str(left.evaluated_value).lower()
+    )
+
+
 def _reraises(body: cst.BaseSuite) -> bool:
     """Does the handler end by raising (`raise`, `raise RuntimeError(...) from e`)?"""
     if not isinstance(body, cst.IndentedBlock) or not body.body:
@@ -445,6 +472,8 @@ def is_guarded(
         if isinstance(node, (cst.If, cst.While)):
             if kind.mentions(ctx, node.test) and not _branch_without(ctx, kind, node, child):
                 return True
+            if kind is AVAILABILITY and child is node.body and _tests_oom_message(node.test):
+                return True  # `if "CUDA out of memory" in str(e):`
         elif isinstance(node, cst.IfExp):
             if child is not node.test and kind.mentions(ctx, node.test) and not _branch_without(ctx, kind, node, child):
                 return True
@@ -456,6 +485,10 @@ def is_guarded(
                     return True
         elif isinstance(node, cst.Try):
             if child is node.body and _catches_failure(node):
+                return True
+        elif isinstance(node, cst.ExceptHandler):
+            # `except torch.cuda.OutOfMemoryError:` runs only after an accelerator ran out.
+            if kind is AVAILABILITY and child is node.body and _accelerator_failure(ctx, node.type):
                 return True
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             if (kind.words.search(node.name.value) and not _names_a_move(node.name.value)) or _decorated_for(
