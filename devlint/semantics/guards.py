@@ -20,7 +20,7 @@ import libcst as cst
 
 from . import bindings, classes, loops, torchapi
 from .libraries import imports_cuda_only_library
-from .names import dotted
+from .names import dotted, string_key
 from .values import Kind
 from .tree import children
 
@@ -49,7 +49,7 @@ def _identifiers(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
             if kind is cst.Attribute:
                 stack.append(node.value)  # type: ignore[attr-defined]
             continue
-        if kind is cst.Subscript and _string_key(node) is not None:  # type: ignore[arg-type]
+        if kind is cst.Subscript and string_key(node) is not None:  # type: ignore[arg-type]
             yield node  # type: ignore[misc]  # `config["USE_CUDA"]`: a flag under its key
         if kind is cst.Lambda or kind is cst.FunctionDef or kind is cst.ClassDef:
             continue
@@ -58,24 +58,13 @@ def _identifiers(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
         stack.extend(children(node))
 
 
-def _string_key(node: cst.Subscript) -> Optional[str]:
-    """The key of `cfg["use_gpu"]` (one plain string index), else None."""
-    if len(node.slice) != 1:
-        return None
-    index = node.slice[0].slice
-    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
-        value = index.value.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
 def _word(ident: cst.BaseExpression) -> str:
     """The word a flag's name says: `use_gpu`, `args.cuda` -> `cuda`, `cfg["USE_CUDA"]` -> `USE_CUDA`."""
     if isinstance(ident, cst.Name):
         return ident.value
     if isinstance(ident, cst.Attribute):
         return ident.attr.value
-    return _string_key(ident) or ""  # type: ignore[arg-type]
+    return string_key(ident) or ""  # type: ignore[arg-type]
 
 
 def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True) -> bool:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 import libcst as cst
 
 from . import bindings, classes
-from .names import dotted
+from .names import dotted, string_key
 from .values import Kind
 from .tree import children, iter_subtree
 
@@ -233,7 +233,12 @@ def _every_step(ctx: "Context", test: cst.BaseExpression) -> bool:
         if name is None or _CADENCE_WORDS.search(name):
             return False
         return not ctx.value_of(test).is_tensor
+    if isinstance(test, cst.Subscript) and isinstance(test.value, (cst.Name, cst.Attribute)):
+        # `config["kd"]`: a run-wide option of a config dict (Ray Tune, W&B sweeps)
+        key = string_key(test)
+        return key is not None and not _CADENCE_WORDS.search(key) and _every_step(ctx, test.value)
     return False
+
 
 
 # `is_main_process()`, `dist.get_rank()`, `args.local_rank`: which process this is.

@@ -106,3 +106,14 @@ def is_variable_use(parent: Optional[cst.CSTNode], node: cst.BaseExpression) -> 
     if isinstance(parent, (cst.AugAssign, cst.AnnAssign)):
         return parent.target is not node or isinstance(parent, cst.AugAssign)
     return True
+
+
+def string_key(node: cst.Subscript) -> Optional[str]:
+    """The key of `cfg["use_gpu"]` (one plain string index), else None."""
+    if len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        value = index.value.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
