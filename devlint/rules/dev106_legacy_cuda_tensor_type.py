@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..claims import Claim
 from ..rule import Rule
-from ..semantics import keyword, string_value, torchapi
+from ..semantics import bindings, keyword, string_value, torchapi
 
 
 class LegacyCudaTensorType(Rule):
@@ -14,7 +14,8 @@ class LegacyCudaTensorType(Rule):
     ## What it does
     Flags the legacy CUDA tensor types used to make or convert tensors:
     `torch.cuda.FloatTensor(...)` and the other `torch.cuda.<Dtype>Tensor`
-    constructors, `.type(torch.cuda.FloatTensor)`,
+    constructors (also called through a name certain to hold one, `Tensor =
+    torch.cuda.FloatTensor`), `.type(torch.cuda.FloatTensor)`,
     `.type("torch.cuda.FloatTensor")` and
     `torch.set_default_tensor_type("torch.cuda.FloatTensor")`, when no
     `torch.cuda.is_available()` check guards them.
@@ -70,6 +71,13 @@ class LegacyCudaTensorType(Rule):
         qual = self.ctx.qualify(node.func)
         if qual in torchapi.LEGACY_CUDA_TENSOR_TYPES:
             return f"{qual}(...)"
+        if qual is None and isinstance(node.func, cst.Name):
+            # `Tensor = torch.cuda.FloatTensor`, then `Tensor(1, 3, 64, 64)`: an alias
+            # certain to hold the CUDA type (not `... if cuda else torch.FloatTensor`).
+            source = bindings.certain_source(self.ctx, node.func)
+            aliased = self.ctx.qualify(source) if source is not None else None
+            if aliased in torchapi.LEGACY_CUDA_TENSOR_TYPES:
+                return f"{aliased}(...)"
         if qual == "torch.set_default_tensor_type":
             arg = _first(node) or keyword(node, "t")
             name = self._cuda_type(arg)
