@@ -7,7 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Report, Rule
 from ..semantics.context import Context
-from ..semantics import bindings, guards, helper_reads, loops, residence
+from ..semantics import bindings, guards, helper_reads, keyword, loops, residence, torchapi
 from ..semantics.names import dotted
 from ..semantics.tree import iter_subtree
 from ..semantics.values import Kind
@@ -357,19 +357,29 @@ def _computed_on_device(ctx: Context, expr: cst.BaseExpression, depth: int = 0) 
             return _computed_on_device(ctx, source, depth + 1)
         # Bound in more than one place (`if use_gpu: x = x.cuda()`): any of them.
         return any(_computed_on_device(ctx, e, depth + 1) for e in bindings.assigned_expressions(ctx, expr))
-    if not isinstance(expr, cst.Call) or ctx.qualify(expr.func) is not None:
-        return False  # torch's own functions: where their data is, residence says
+    if isinstance(expr, cst.BinaryOperation):
+        # `fake_score - real_score`, `2 * dist`: computed where the device operand is
+        return any(_on_device_operand(ctx, side, depth) for side in (expr.left, expr.right))
+    if not isinstance(expr, cst.Call):
+        return False
+    qual = ctx.qualify(expr.func)
+    if qual is not None:
+        # `torch.dist(net(y), x)`: torch's functions compute where their first input is.
+        first = expr.args[0] if expr.args else None
+        keeps = qual in torchapi.TENSOR_FUNCTIONS and qual not in torchapi.FACTORIES
+        if keeps and first is not None and first.keyword is None and not first.star and keyword(expr, "device") is None:
+            return _on_device_operand(ctx, first.value, depth)
+        return False
     if isinstance(expr.func, cst.Name) and expr.func.value in _HOST_CALLS:
         return False
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SYNC_METHODS:
         return False
-    for arg in expr.args:
-        if arg.star:
-            continue
-        device = residence.data_device(ctx, arg.value)
-        if residence.may_be_accelerator(device) or (device is None and _computed_on_device(ctx, arg.value, depth + 1)):
-            return True
-    return False
+    return any(not arg.star and _on_device_operand(ctx, arg.value, depth) for arg in expr.args)
+
+
+def _on_device_operand(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:
+    device = residence.data_device(ctx, expr)
+    return residence.may_be_accelerator(device) or (device is None and _computed_on_device(ctx, expr, depth + 1))
 
 
 def _located(what: str, helper: str) -> str:

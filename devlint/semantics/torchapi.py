@@ -32,7 +32,7 @@ TENSOR_FUNCTIONS = FACTORIES | LIKE_FACTORIES | frozenset(
         "masked_fill cumsum cumprod outer cross norm sort argsort argmax argmin topk "
         "multinomial bernoulli nonzero flip roll repeat_interleave tile diag triu tril "
         "clone chunk_cat addmm baddbmm lerp pow mul add sub div floor ceil round sign "
-        "isnan isinf isfinite logical_and logical_or logical_not bucketize searchsorted"
+        "isnan isinf isfinite logical_and logical_or logical_not bucketize searchsorted dist cdist"
     ).split()
 ) | frozenset(f"torch.nn.functional.{n}" for n in (
     "relu gelu silu softmax log_softmax linear conv1d conv2d conv3d dropout layer_norm "
