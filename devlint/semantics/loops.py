@@ -201,9 +201,14 @@ def _selects_how_to_train(ctx: "Context", test: cst.BaseExpression, branch: cst.
     for node in iter_subtree(test):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
             return False
+        if isinstance(node, cst.Call) and (dotted(node.func) or "").rsplit(".", 1)[-1] in _MODULO_FUNCTIONS:
+            return False  # `np.mod(critic, 5) == 0`: every fifth step (a WGAN's generator update)
         if isinstance(node, (cst.Name, cst.Attribute)) and _CADENCE_WORDS.search(dotted(node) or ""):
             return False
     return _calls_in_body(ctx, branch, _backpropagates)
+
+
+_MODULO_FUNCTIONS = frozenset({"mod", "fmod", "remainder", "divmod"})
 
 
 def _backpropagates(ctx: "Context", call: cst.Call) -> bool:
