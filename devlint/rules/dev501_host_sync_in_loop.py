@@ -51,12 +51,13 @@ class HostSyncInLoop(Rule):
     (`if loss.item() < tol: break` must read the value now), and not under a
     condition that may skip steps:
     a comparison, a `%`, a call, or a flag named for logging (`if verbose:`).
-    A flag that holds on every step alike (`if use_amp:`) is no such
-    condition, and neither is picking the main process (`if rank == 0:`,
+    A flag that holds on every step alike (`if use_amp:`, `if config["kd"]:`)
+    is no such condition, nor is one whose other branch reads as well
+    (`if split == "min": a = loss.item() else: b = loss.item()`), and neither is picking the main process (`if rank == 0:`,
     `if args.local_rank in [-1, 0]:`, `if is_main_process():`): that process
     reads on every one of its steps; nor is a branch that back-propagates
     itself (`if mode == "sacn": ... loss.backward()`): it picks how to train,
-    not how often. What the loop calls `.backward()` on is
+    not how often (unless its test is a cadence: `np.mod(step, 5) == 0`). What the loop calls `.backward()` on is
     a tensor, whatever made it (a helper, a hub model's `outputs.loss`), and
     what a callable of unknown class (a model passed in as a parameter)
     computes from device data is on the device: `.cpu()` and `.numpy()` of it
@@ -205,8 +206,8 @@ class HostSyncInLoop(Rule):
 
         self.report(node, message, condition=called_on_every_step)
 
-    def _reads(self, branch: cst.BaseExpression) -> bool:
-        """Does this branch of a conditional expression read device data too?"""
+    def _reads(self, branch: cst.CSTNode) -> bool:
+        """Does this branch of a conditional (expression or `else:` block) read device data too?"""
         return any(type(n) is cst.Call and self._sync(n) is not None for n in iter_subtree(branch))
 
     def _checks_a_value(self, loop: cst.CSTNode) -> bool:

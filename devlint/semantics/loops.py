@@ -169,18 +169,24 @@ def _defined_names(ctx: "Context") -> frozenset[str]:
 def periodic(
     ctx: "Context",
     loop: Union[Loop, cst.FunctionDef],
-    does_it_too: Optional[Callable[[cst.BaseExpression], bool]] = None,
+    does_it_too: Optional[Callable[[cst.CSTNode], bool]] = None,
 ) -> bool:
     """Is the current node under a condition, inside `loop` (or a step
     function), that may skip steps? Not the first branch of a conditional
-    expression whose other branch `does_it_too` (`a.item() if c else
-    b.item()`: either way, a read on every step)."""
+    expression or an `if` whose other branch `does_it_too` (`a.item() if c
+    else b.item()`: either way, a read on every step)."""
     stack = ctx.stack
     start = next(i for i, n in enumerate(stack) if n is loop)
     for i in range(start + 1, len(stack) - 1):
         node, child = stack[i], stack[i + 1]
         if isinstance(node, cst.If) and child is not node.test and not _every_step(ctx, node.test):
-            if not _selects_how_to_train(ctx, node.test, child):
+            # `if split == "min": total += loss.item() else: total -= loss.item()`:
+            # either way a read, on every step; the first branch's stands for both.
+            both = (
+                child is node.body and type(node.orelse) is cst.Else and does_it_too is not None
+                and any(does_it_too(s) for s in _plain_statements(node.orelse.body))  # type: ignore[union-attr]
+            )
+            if not both and not _selects_how_to_train(ctx, node.test, child):
                 return True
         if isinstance(node, cst.IfExp) and child is not node.test and not _every_step(ctx, node.test):
             # The read in the first branch stands for both: one of them runs.
@@ -192,6 +198,13 @@ def periodic(
             if not _every_step(ctx, stack[i - 1].test) and not _selects_how_to_train(ctx, stack[i - 1].test, node):
                 return True
     return False
+
+
+def _plain_statements(block: cst.BaseSuite) -> list[cst.CSTNode]:
+    """The simple statements right in a block (not under a nested `if` or loop)."""
+    if isinstance(block, cst.IndentedBlock):
+        return [s for s in block.body if isinstance(s, cst.SimpleStatementLine)]
+    return [block]
 
 
 def _selects_how_to_train(ctx: "Context", test: cst.BaseExpression, branch: cst.CSTNode) -> bool:
