@@ -26,11 +26,14 @@ class UnguardedCuda(Rule):
     '_cuda_setDevice'`).
 
     Guards come in many shapes and all silence the rule: `if`, an early
-    `return`/`raise`/`sys.exit`/`parser.error(...)` under `if not ...`,
-    `assert`, a conditional expression, a flag assigned from
-    `is_available()`, a name that says so (`use_cuda`, `args.gpu`,
-    `use_amp`, `forward_cuda`), `device.type == "cuda"`, skip decorators, a
-    `device` the caller supplies, a short `try` around the placement, and
+    `return`/`raise`/`sys.exit`/`parser.error(...)` under `if not ...` (or
+    in the `else:` of `if torch.cuda.is_available():`), `assert`, a
+    conditional expression, a flag assigned from `is_available()`, a name
+    that says so (`use_cuda`, `args.gpu`, `use_amp`, `forward_cuda`),
+    `device.type == "cuda"` (also `dev.type` of any name bound to a device),
+    skip decorators, a `device` the caller supplies, a short `try` around
+    the placement, an out-of-memory handler (`except
+    torch.cuda.OutOfMemoryError:`, `if "out of memory" in str(e):`), and
     `torch.accelerator.is_available()`.
 
     Not guards:
@@ -40,7 +43,9 @@ class UnguardedCuda(Rule):
       and args.ddp:`), the body of `if not torch.cuda.is_available():`, and
       what follows `if torch.cuda.is_available(): return ...`;
     - a flag whose default is True (`use_gpu=True`, an argparse `--cuda`
-      with `default=True`, also read as `self.opt.cuda`);
+      with `default=True`, also read as `self.opt.cuda`), and a switch that
+      turns the GPU off, off by default (`use_cuda = not args.no_cuda`,
+      `if not args.no_cuda:`, `"cpu" if args.cpu else "cuda"`);
     - a warning under `if not ...` (the code after it still runs);
     - a `try` whose handler raises again (`except Exception: log(e); raise`);
     - a long `try` whose `except` only reports and gives up (it hides the
