@@ -48,7 +48,8 @@ class HostSyncInLoop(Rule):
     class counts, such as `self.model.cuda()` in `__init__`: a loop that
     trains on the CPU waits for nothing), in the loop's body (loops nested in it included), not in a check (`assert ...`,
     `self.assertEqual(...)`), not in the test of an `if` that leaves the loop
-    (`if loss.item() < tol: break` must read the value now), and not under a
+    (`if loss.item() < tol: break` must read the value now) or in a
+    branch that leaves it (`if diverged: print(loss.item()); break` runs once), and not under a
     condition that may skip steps:
     a comparison, a `%`, a call, or a flag named for logging (`if verbose:`).
     A flag that holds on every step alike (`if use_amp:`, `if config["kd"]:`)
@@ -214,8 +215,10 @@ class HostSyncInLoop(Rule):
         """Inside `assert ...` or `self.assertEqual(...)`/`assert_close(...)`: a
         test reads the value on purpose, to check it. Or in the test of an `if`
         that leaves the loop (`if token.item() == EOS: break`): the value
-        decides whether to go on, so it must be read now."""
+        decides whether to go on, so it must be read now. Or in a branch that
+        leaves the loop (`if bad: print(loss.item()); break`): it runs once."""
         stack = self.ctx.stack
+        nested = False  # a loop between the node and `loop`: its `break` stays inside
         for i in range(len(stack) - 1, -1, -1):
             node = stack[i]
             if node is loop:
@@ -223,6 +226,12 @@ class HostSyncInLoop(Rule):
             if isinstance(node, cst.If) and i + 1 < len(stack) and stack[i + 1] is node.test:
                 if guards.exits(node.body):
                     return True
+            if isinstance(node, (cst.If, cst.Else)) and i + 1 < len(stack) and not nested:
+                branch = stack[i + 1]
+                if branch is getattr(node, "body", None) and _leaves(branch):  # type: ignore[arg-type]
+                    return True
+            if isinstance(node, (cst.For, cst.While)):
+                nested = True
             if isinstance(node, cst.Assert):
                 return True
             if isinstance(node, cst.Call):
@@ -376,6 +385,19 @@ def _computed_on_device(ctx: Context, expr: cst.BaseExpression, depth: int = 0) 
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SYNC_METHODS:
         return False
     return any(not arg.star and _on_device_operand(ctx, arg.value, depth) for arg in expr.args)
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    """Does this block end the loop around it (`break`, `return`, `raise`, an
+    exit) rather than only the step (`continue`)?"""
+    statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    last = statements[-1] if statements else None
+    if not isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or not last.body:
+        return False
+    small = last.body[-1]
+    if isinstance(small, (cst.Break, cst.Return, cst.Raise)):
+        return True
+    return isinstance(small, cst.Expr) and guards.exits(last) and not isinstance(small, cst.Continue)
 
 
 def _on_device_operand(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:

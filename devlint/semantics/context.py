@@ -199,7 +199,13 @@ class Context:
 
     def _bind_target(self, target: cst.BaseExpression, value: Value) -> None:
         if isinstance(target, cst.Name):
-            self.scopes[-1].bind(target.value, value)
+            scope = self.scopes[-1]
+            scope.bind(target.value, value)
+            if scope.attribute_keys:  # `args = ...` again: what `args.device` held is gone
+                prefix = target.value + "."
+                for key in [k for k in scope.attribute_keys if k.startswith(prefix)]:
+                    scope.attribute_keys.discard(key)
+                    del scope.names[key]
         elif isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
                 self._bind_target(el.value, UNKNOWN)
@@ -211,6 +217,13 @@ class Context:
                 if old is not None and old.kind is value.kind and old.cls != value.cls:
                     value = Value(value.kind, cls=None)  # same kind, different classes
                 cls.attrs[target.attr.value] = value if old is None or old.kind is value.kind else UNKNOWN
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            # `args.device = torch.device("cuda:0")`: a device kept on a plain object.
+            scope, key = self.scopes[-1], f"{target.value.value}.{target.attr.value}"
+            if value.kind in (Kind.DEVICE, Kind.DEVICE_STRING) or key in scope.attribute_keys:
+                device_like = value.kind in (Kind.DEVICE, Kind.DEVICE_STRING)
+                scope.bind(key, value if device_like else UNKNOWN)
+                scope.attribute_keys.add(key)
 
     # -- questions rules ask ---------------------------------------------
     def parent(self, depth: int = 1) -> Optional[cst.CSTNode]:
@@ -399,12 +412,30 @@ class Context:
             return UNKNOWN
         if attr == "device" and self.value_of(expr.value).is_tensor:
             return Value(Kind.DEVICE, Device(of_tensor=True))
+        if isinstance(expr.value, cst.Name):
+            kept = self._kept_on_object(expr.value.value, attr)
+            if kept is not None:
+                return kept
         base = self.value_of(expr.value)
         if attr in ("T", "mT", "H", "data", "grad", "real", "imag") and base.is_tensor:
             return Value(Kind.TENSOR, base.device)
         if base.kind is Kind.MODULE_OUTPUT and attr not in residence.NOT_DATA_ATTRS:
             return base  # `out.logits`: part of the output, where the module is
         return UNKNOWN
+
+    def _kept_on_object(self, root: str, attr: str) -> Optional[Value]:
+        """What `args.device = ...` stored, read as `args.device` in the same scope
+        or a nested one that does not bind `args` itself (a parameter `args` is
+        another object)."""
+        key = f"{root}.{attr}"
+        for i, scope in enumerate(reversed(self.scopes)):
+            if scope.kind == "class" and i > 0:
+                continue
+            if key in scope.attribute_keys:
+                return scope.names[key]
+            if root in scope.names or root in scope.params:
+                return None
+        return None
 
     def _call_value(self, call: cst.Call) -> Value:
         func = call.func

@@ -32,6 +32,8 @@ class Scope:
     # Function scopes: parameter name -> its default expression (None when it has none).
     params: dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)
     cls: Optional[ClassInfo] = None  # class scopes: the class; method scopes: their class
+    # Keys of `names` that are `<name>.<attr>` (a device kept on a plain object: `args.device`).
+    attribute_keys: set[str] = field(default_factory=set)
 
     def bind(self, name: str, value: Value) -> None:
         self.names[name] = value
