@@ -177,7 +177,10 @@ class LoadWithoutMapLocation(Rule):
         """`early_stopping(val_loss, self.model, path)`, `save_checkpoint(model,
         opt, ckpt_dir)`: remember the other names handed over with the model."""
         values = [a.value for a in call.args if not a.star]
-        if len(values) < 2 or not any(self._is_model(v) for v in values):
+        # The model as a name or its state, not a module built inline (`act=nn.ReLU()`),
+        # and not handed to a constructor (`Net(width=width, act=act)` builds a model).
+        handed = [v for v in values if type(v) in (cst.Name, cst.Attribute) or _is_state_dict(v)]
+        if len(values) < 2 or not any(self._is_model(v) for v in handed) or self.ctx.value_of(call).is_module:
             return
         callee = self.ctx.qualify(call.func) or dotted(call.func) or ""
         if callee.split(".", 1)[0] in ("os", "pathlib", "shutil", "glob") or isinstance(call.func, cst.Attribute) and isinstance(call.func.value, (cst.SimpleString, cst.FormattedString)):
@@ -189,7 +192,7 @@ class LoadWithoutMapLocation(Rule):
 
     def _is_model(self, expr: cst.BaseExpression) -> bool:
         """A module, or its state: `model`, `self.net`, `model.state_dict()`."""
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "state_dict":
+        if _is_state_dict(expr):
             return True
         if self.ctx.value_of(expr).is_module:
             return True
@@ -251,6 +254,10 @@ class LoadWithoutMapLocation(Rule):
         if value.device.literal and value.device.is_accelerator:
             return None  # a hardcoded accelerator is the problem, not the answer
         return "device"
+
+
+def _is_state_dict(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "state_dict"
 
 
 def _source(expr: cst.BaseExpression) -> str:
