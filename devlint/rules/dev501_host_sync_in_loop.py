@@ -301,7 +301,7 @@ class HostSyncInLoop(Rule):
                 for e in expr.elements
                 if not isinstance(e, cst.StarredElement)
             )
-        return self._may_be_device_data(expr, lenient=False)
+        return self._may_be_device_data(expr, lenient=False) or _computed_on_device(self.ctx, expr)
 
     def _differentiated(self, expr: cst.BaseExpression) -> bool:
         """`loss`, `loss.data` or `loss.detach()`, where the loop calls `loss.backward()`:
@@ -362,7 +362,7 @@ def _computed_on_device(ctx: Context, expr: cst.BaseExpression, depth: int = 0) 
         device = residence.data_device(ctx, expr)
         if device is not None:
             return residence.may_be_accelerator(device)
-        source = bindings.certain_source(ctx, expr)
+        source = bindings.certain_source(ctx, expr) or bindings.unpacked_source(ctx, expr)
         if source is not None:
             return _computed_on_device(ctx, source, depth + 1)
         # Bound in more than one place (`if use_gpu: x = x.cuda()`): any of them.

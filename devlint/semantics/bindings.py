@@ -44,7 +44,7 @@ class _Site:
     block: Optional[cst.CSTNode]  # the block it sits in (None: the scope's entry)
     loops: tuple[int, ...]  # ids of the loops around it, inside the scope
     kind: str  # "assign", "annassign", "param" (the walk reads these) or "other"
-    value: Optional[cst.BaseExpression] = None
+    value: Optional[cst.BaseExpression] = None  # for "other": what a name was unpacked from
     annotation: Optional[cst.Annotation] = None
 
 
@@ -87,6 +87,18 @@ def certain_source(ctx: "Context", name: cst.Name) -> Optional[cst.BaseExpressio
     if last is None:
         last = sites[0] if len(sites) == 1 else None
     return last.value if last is not None and last.kind in ("assign", "annassign") else None
+
+
+def unpacked_source(ctx: "Context", name: cst.Name) -> Optional[cst.BaseExpression]:
+    """The value `name` was unpacked from by the one binding certain to be in
+    effect here (`real, fake = disc(y, y_hat)` gives `disc(y, y_hat)`)."""
+    found = _in_effect(ctx, name)
+    if found is None:
+        return None
+    sites, last = found
+    if last is None:
+        last = sites[0] if len(sites) == 1 else None
+    return last.value if last is not None and last.kind == "other" else None
 
 
 def assigned_expressions(ctx: "Context", name: cst.Name) -> list[cst.BaseExpression]:
@@ -248,8 +260,11 @@ class _Scanner:
         if isinstance(target, cst.Name):
             self._add(target.value, self._site(kind, value, annotation, block))
         elif isinstance(target, (cst.Tuple, cst.List)):
+            # `real, fake = disc(y, y_hat)`: each name is some part of the value
+            # ("other", with the whole value kept for `unpacked_source`).
+            whole = value if kind == "assign" else None
             for el in target.elements:
-                self._bind(el.value, "other", block=block)
+                self._bind(el.value, "other", whole, block=block)
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, "other", block=block)
 
