@@ -10,13 +10,16 @@ from ..rule import Rule
 from ..semantics import guards, residence
 
 _NUMPY_CONVERTERS = frozenset({"numpy.array", "numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray"})
+# Savers that convert their array argument the same way: (position, keyword).
+_NUMPY_SAVERS = {"numpy.save": (1, "arr"), "numpy.savetxt": (1, "X")}
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 
 
 class NumpyOnDeviceTensor(Rule):
     """
     ## What it does
-    Flags `.numpy()`, `np.array(t)` and `np.asarray(t)` on a tensor that may
+    Flags `.numpy()`, `np.array(t)`, `np.asarray(t)`, and `np.save(path, t)` /
+    `np.savetxt(path, t)` (which convert `t` the same way) on a tensor that may
     live on an accelerator: one moved with `.cuda()` / `.to(device)`, or the
     output of a model that was moved, without a `.cpu()` in between.
 
@@ -57,7 +60,7 @@ class NumpyOnDeviceTensor(Rule):
         raises="TypeError",
         match=r"can't convert \w+(:\d+)? device type tensor to numpy",
     )
-    triggers = (".numpy(", "array(")
+    triggers = (".numpy(", "array(", "save(", "savetxt(")
 
     def visit_Call(self, node: cst.Call) -> None:
         tensor = self._converted(node)
@@ -78,10 +81,16 @@ class NumpyOnDeviceTensor(Rule):
             if self.ctx.defines_own(func.value, "numpy"):
                 return None
             return func.value
-        if self.ctx.qualify(func) in _NUMPY_CONVERTERS and node.args:
+        qual = self.ctx.qualify(func)
+        if qual in _NUMPY_CONVERTERS and node.args:
             first = node.args[0]
             if first.keyword is None and not first.star:
                 return first.value
+        if qual in _NUMPY_SAVERS and not any(a.star for a in node.args):
+            index, name = _NUMPY_SAVERS[qual]
+            positional = [a.value for a in node.args if a.keyword is None]
+            named = [a.value for a in node.args if a.keyword is not None and a.keyword.value == name]
+            return positional[index] if len(positional) > index else (named[0] if named else None)
         return None
 
 
