@@ -257,3 +257,34 @@ def test_what_an_unknown_model_computes_from_device_data_is_on_the_device():
     # From host data only: the loop's tensors that reach the model are on the CPU.
     cpu_loop = loop(STEP_LINES + "arr = model(y.cpu()).cpu()").replace("x, y = x.to(device), y.to(device)", "pass")
     assert rows(cpu_loop) == []
+
+
+LEAVING = """\
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Linear(4, 1).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+retry_failed, stop_now = True, False
+for epoch in range(3):
+    for x in [torch.randn(2, 4)]:
+        loss = model(x.to(device)).sum()
+        loss.backward()
+        opt.step()
+        for attempt in range(3):
+            if retry_failed:
+                print(loss.item())
+                break
+        if stop_now:
+            print(loss.item())
+            break
+"""
+
+
+def test_a_branch_that_leaves_the_training_loop_runs_once_but_a_break_of_an_inner_loop_does_not_leave_it():
+    assert rows(LEAVING) == [14]
+
+
+def test_a_branch_that_leaves_by_raising_runs_once():
+    src = LEAVING.replace("                break\n", "                raise RuntimeError(attempt)\n")
+    assert rows(src) == []

@@ -218,7 +218,10 @@ class HostSyncInLoop(Rule):
         decides whether to go on, so it must be read now. Or in a branch that
         leaves the loop (`if bad: print(loss.item()); break`): it runs once."""
         stack = self.ctx.stack
-        nested = False  # a loop between the node and `loop`: its `break` stays inside
+        # Loop bodies between `loop` and the node: a `break` there stays inside them.
+        start = next((k for k, n in enumerate(stack) if n is loop), len(stack))
+        inner = [k for k in range(start + 1, len(stack) - 1) if type(stack[k]) in (cst.For, cst.While)
+                 and stack[k + 1] is stack[k].body]  # type: ignore[attr-defined]
         for i in range(len(stack) - 1, -1, -1):
             node = stack[i]
             if node is loop:
@@ -226,12 +229,10 @@ class HostSyncInLoop(Rule):
             if isinstance(node, cst.If) and i + 1 < len(stack) and stack[i + 1] is node.test:
                 if guards.exits(node.body):
                     return True
-            if isinstance(node, (cst.If, cst.Else)) and i + 1 < len(stack) and not nested:
-                branch = stack[i + 1]
-                if branch is getattr(node, "body", None) and _leaves(branch):  # type: ignore[arg-type]
+            if isinstance(node, (cst.If, cst.Else)) and i + 1 < len(stack) and stack[i + 1] is node.body:
+                leaves = _leaves(node.body)
+                if leaves == "all" or (leaves == "loop" and not any(k < i for k in inner)):
                     return True
-            if isinstance(node, (cst.For, cst.While)):
-                nested = True
             if isinstance(node, cst.Assert):
                 return True
             if isinstance(node, cst.Call):
@@ -387,17 +388,20 @@ def _computed_on_device(ctx: Context, expr: cst.BaseExpression, depth: int = 0) 
     return any(not arg.star and _on_device_operand(ctx, arg.value, depth) for arg in expr.args)
 
 
-def _leaves(block: cst.BaseSuite) -> bool:
-    """Does this block end the loop around it (`break`, `return`, `raise`, an
-    exit) rather than only the step (`continue`)?"""
+def _leaves(block: cst.BaseSuite) -> Optional[str]:
+    """How this block ends the loop around it: "loop" (`break`: the innermost
+    loop only), "all" (`return`, `raise`, an exit); None when it does not
+    (`continue` ends only the step)."""
     statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
     last = statements[-1] if statements else None
     if not isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or not last.body:
-        return False
+        return None
     small = last.body[-1]
-    if isinstance(small, (cst.Break, cst.Return, cst.Raise)):
-        return True
-    return isinstance(small, cst.Expr) and guards.exits(last) and not isinstance(small, cst.Continue)
+    if isinstance(small, cst.Break):
+        return "loop"
+    if isinstance(small, (cst.Return, cst.Raise)) or (isinstance(small, cst.Expr) and guards.exits(last)):
+        return "all"
+    return None
 
 
 def _on_device_operand(ctx: Context, expr: cst.BaseExpression, depth: int) -> bool:
