@@ -362,3 +362,25 @@ def test_a_dataloader_workers_failure_is_placed_where_the_worker_failed(tmp_path
     assert described["target_line"] == 9
     assert described["innermost_in_target"]
     assert [13, 9] == [f[1] for f in described["frames"] if f[0] == str(snippet)][-2:]
+
+
+def test_a_cell_may_mark_the_later_line_where_the_flagged_bug_surfaces():
+    source = textwrap.dedent(
+        """\
+        import torch
+        # %%
+        positions = torch.arange(4)  # error: DEV304
+        mixed = positions + torch.ones(4)  # raises: DEV304
+        other = mixed * 2
+        """
+    )
+    cell = parse_snippets(Path(FILE), source).cells[0]
+    assert cell.lines_of("DEV304") == {3} and cell.failure_lines_of("DEV304") == {4}
+    mismatch = Claim(backends=("cuda",), summary="s", raises="RuntimeError", match="same device")
+    at_the_meeting = raised("RuntimeError", "Expected all tensors to be on the same device", 4)
+    assert check_claim(at_the_meeting, "DEV304", mismatch, cell.lines_of("DEV304"), cell=cell).ok
+    elsewhere = raised("RuntimeError", "Expected all tensors to be on the same device", 5)
+    verdict = check_claim(elsewhere, "DEV304", mismatch, cell.lines_of("DEV304"), cell=cell)
+    assert not verdict.ok and "`# raises: DEV304`" in verdict.text
+    # Without the cell, only the flagged line counts.
+    assert not check_claim(at_the_meeting, "DEV304", mismatch, {3}).ok

@@ -16,6 +16,9 @@ from pathlib import Path
 
 CELL_MARKER = re.compile(r"^# %%")
 ANNOTATION = re.compile(r"#\s*error:\s*(?P<codes>DEV\d{3}(?:\s*,\s*DEV\d{3})*)")
+# Where a flagged bug surfaces, when that is a later line: DEV304's host tensor is
+# made on one line and meets a GPU tensor (and raises) on another.
+FAILURE_NOTE = re.compile(r"#\s*raises:\s*(?P<codes>DEV\d{3}(?:\s*,\s*DEV\d{3})*)")
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class Cell:
     start: int  # first line of the cell's body
     end: int  # last line of the cell's body
     annotations: dict = field(default_factory=dict, compare=False, hash=False)  # line -> tuple of codes
+    failures: dict = field(default_factory=dict, compare=False, hash=False)  # `# raises:` line -> codes
 
     @property
     def codes(self) -> set[str]:
@@ -32,6 +36,10 @@ class Cell:
 
     def lines_of(self, code: str) -> set[int]:
         return {line for line, codes in self.annotations.items() if code in codes}
+
+    def failure_lines_of(self, code: str) -> set[int]:
+        """Lines marked `# raises: CODE`: where `code`'s bug surfaces."""
+        return {line for line, codes in self.failures.items() if code in codes}
 
 
 @dataclass
@@ -88,10 +96,10 @@ class SnippetFile:
         return None
 
 
-def annotations_of(lines: list[str]) -> dict[int, tuple[str, ...]]:
+def annotations_of(lines: list[str], pattern: "re.Pattern[str]" = ANNOTATION) -> dict[int, tuple[str, ...]]:
     out: dict[int, tuple[str, ...]] = {}
     for number, line in enumerate(lines, start=1):
-        m = ANNOTATION.search(line)
+        m = pattern.search(line)
         if m:
             out[number] = tuple(c.strip() for c in m.group("codes").split(","))
     return out
@@ -101,16 +109,20 @@ def parse_snippets(path: Path, text: str) -> SnippetFile:
     """Split a file into prelude and cells. A file without `# %%` markers is
     one cell: the whole file, with no prelude."""
     lines = text.splitlines()
-    notes = annotations_of(lines)
+    notes, failures = annotations_of(lines), annotations_of(lines, FAILURE_NOTE)
     markers = [n for n, line in enumerate(lines, start=1) if CELL_MARKER.match(line)]
     if not markers:
-        cell = Cell(1, 0, 1, len(lines), notes)
+        cell = Cell(1, 0, 1, len(lines), notes, failures)
         return SnippetFile(path, text, 0, [cell])
     cells = []
     bounds = markers + [len(lines) + 1]
     for index, (marker, following) in enumerate(zip(bounds, bounds[1:]), start=1):
         start, end = marker + 1, following - 1
-        cells.append(Cell(index, marker, start, end, {n: c for n, c in notes.items() if start <= n <= end}))
+        cells.append(Cell(
+            index, marker, start, end,
+            {n: c for n, c in notes.items() if start <= n <= end},
+            {n: c for n, c in failures.items() if start <= n <= end},
+        ))
     return SnippetFile(path, text, markers[0] - 1, cells)
 
 

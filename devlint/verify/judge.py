@@ -6,7 +6,9 @@ A bad cell confirms a claim when, on one of the claim's backends:
   any base class has that name; `A|B` allows either) whose message matches
   the claim's `match` regex, and the innermost frame in the cell's file is on
   a line annotated `# error: CODE` for that rule — the flagged line itself
-  raised, not something before or after it;
+  raised, not something before or after it — or on a line the cell marks
+  `# raises: CODE`, where the flagged bug surfaces (DEV304's host tensor is
+  made on one line and meets the GPU tensors on another);
 - `warns`: the cell emitted a warning of the claimed category whose message
   matches `match`, and the innermost frame in the cell's file when it was
   emitted is on an annotated line;
@@ -84,6 +86,9 @@ def check_claim(
 ) -> Verdict:
     """Does this run show `claim` on the lines flagged with `code`?"""
     mark = f"`# error: {code}`" if cell is not None else f"{code}'s finding"
+    surfaces = lines | cell.failure_lines_of(code) if cell is not None else lines
+    if cell is not None and surfaces != lines:
+        mark += f" or `# raises: {code}`"
     if claim.raises:
         exc = outcome.exception or {}
         if outcome.kind != "exception":
@@ -93,9 +98,9 @@ def check_claim(
             return Verdict(False, f"{outcome.describe()}; expected {claim.raises}")
         if not _message_matches(claim.match, message):
             return Verdict(False, f"raised {kind} but its message does not match /{claim.match}/: {_first_line(message)}")
-        if line not in lines:
+        if line not in surfaces:
             where = f"line {line}" if line else "outside the file"
-            return Verdict(False, f"raised {kind} from {where}, not from a line with {mark} ({_lines(lines)})")
+            return Verdict(False, f"raised {kind} from {where}, not from a line with {mark} ({_lines(surfaces)})")
         return Verdict(True, f"raised {kind} at line {line}: {_first_line(message)}")
     if claim.warns:
         hits = [
@@ -104,12 +109,12 @@ def check_claim(
             and _message_matches(claim.match, w.get("message") or "")
         ]
         for w in hits:
-            if w.get("target_line") in lines:
+            if w.get("target_line") in surfaces:
                 return Verdict(True, f"warned {w['category']} at line {w['target_line']}: {_first_line(w.get('message'))}")
         if hits:
             w = hits[0]
             where = f"line {w.get('target_line')}" if w.get("target_line") else "outside the file"
-            return Verdict(False, f"warned {w['category']} from {where}, not from a line with {mark} ({_lines(lines)})")
+            return Verdict(False, f"warned {w['category']} from {where}, not from a line with {mark} ({_lines(surfaces)})")
         return Verdict(False, f"emitted no {claim.warns}{' matching /' + claim.match + '/' if claim.match else ''}; it {outcome.describe()}")
     # postcondition
     if snippet is None or cell is None:
