@@ -42,7 +42,7 @@ _KEEPING_FUNCTIONS = frozenset(
     for n in (
         "triu tril exp log sqrt abs flip roll cumsum cumprod sin cos sigmoid tanh relu softmax "
         "log_softmax flatten reshape squeeze unsqueeze transpose permute repeat_interleave tile diag "
-        "clone sum mean logical_not"
+        "clone sum mean logical_not broadcast_to"
     ).split()
 ) | frozenset({"torch.nn.functional.pad", "torch.nn.functional.one_hot"})
 # `Variable(t)` has returned `t` itself since torch 0.4; `nn.Parameter(t)` made
@@ -100,7 +100,8 @@ class FactoryWithoutDevice(Rule):
         backends=("cuda",),
         summary="RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
         raises="RuntimeError",
-        match=r"(?i)expected .*to be on the same device",
+        # The mix raises where the tensors meet: a binary op, a method, or an RNN given a host state.
+        match=r"(?i)expected .*to be (on|in) the same device|are not at the same device",
     )
     triggers = torchapi.HOST_FACTORY_TRIGGERS
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 import libcst as cst
 
-from . import bindings, classes, events, guards, late, optimizers, residence, torchapi
+from . import bindings, classes, events, guards, late, loops, optimizers, residence, torchapi
 from .names import ImportTable, dotted
 from .scopes import ClassInfo, Scope
 from .values import MODULE, TENSOR, UNKNOWN, Device, Kind, Value, parse_device_string
@@ -36,6 +36,10 @@ class Context:
         self.classes: dict[str, ClassInfo] = {}  # local classes by name
         self.early_exit_blocks: set[int] = set()  # ids of blocks after an early exit
         self.count_exit_blocks: set[int] = set()  # ... after one that checks the GPU count
+        self.probed_exit_blocks: set[int] = set()  # ... after one that calls a real probe
+        # Calls of the file's own functions by name: (stack, scopes, after a probed exit)
+        # at each call, to judge guards one call away.
+        self.call_sites: dict[str, list[tuple[list, list, bool]]] = {}
         self.true_default_options: set[str] = set()  # argparse dests defaulting to True
         self.false_default_options: set[str] = set()  # store_true dests (False unless given)
         self.option_defaults: dict[str, cst.BaseExpression] = {}  # argparse dest -> its `default=`
@@ -108,6 +112,10 @@ class Context:
 
     def _enter_call(self, node: cst.Call) -> None:
         self.events.record_call(self, node)
+        if type(node.func) is cst.Name and node.func.value in loops.defined_function_names(self):
+            stack = list(self.stack)
+            after_exit = any(id(n) in self.probed_exit_blocks for n in stack)
+            self.call_sites.setdefault(node.func.value, []).append((stack, list(self.scopes), after_exit))
         # argparse: `add_argument('--cuda', default=True)` / `action='store_false'`.
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "add_argument":
             return
@@ -185,7 +193,11 @@ class Context:
                     self._bind_target(receiver, self.value_of(call))
 
     def _leave_guardable(self, node: cst.CSTNode) -> None:
-        for kind, blocks in ((guards.AVAILABILITY, self.early_exit_blocks), (guards.DEVICE_COUNT, self.count_exit_blocks)):
+        for kind, blocks in (
+            (guards.AVAILABILITY, self.early_exit_blocks),
+            (guards.DEVICE_COUNT, self.count_exit_blocks),
+            (guards.PROBED, self.probed_exit_blocks),
+        ):
             if guards.is_early_exit(self, node, kind):
                 block = self._enclosing_block()
                 if block is not None:
@@ -200,7 +212,7 @@ class Context:
     def _bind_target(self, target: cst.BaseExpression, value: Value) -> None:
         if isinstance(target, cst.Name):
             scope = self.scopes[-1]
-            scope.bind(target.value, value)
+            scope.bind(target.value, self._either_branch(scope.names.get(target.value), value))
             if scope.attribute_keys:  # `args = ...` again: what `args.device` held is gone
                 prefix = target.value + "."
                 for key in [k for k in scope.attribute_keys if k.startswith(prefix)]:
@@ -213,6 +225,7 @@ class Context:
             cls = self.current_class()
             if cls is not None:
                 old = cls.attrs.get(target.attr.value)
+                value = self._either_branch(old, value)
                 # Two different kinds for one attribute: we no longer know.
                 if old is not None and old.kind is value.kind and old.cls != value.cls:
                     value = Value(value.kind, cls=None)  # same kind, different classes
@@ -365,15 +378,47 @@ class Context:
         if any(id(n) in exits for n in stack):
             return lambda: False
 
+        function = _top_level_function(stack)
+
         def check() -> bool:
             # Judge in the scopes of the reported node (its parameters, its locals).
             saved, self.scopes = self.scopes, scopes
             try:
-                return not guards.is_guarded(self, stack, frozenset(), kind)
+                if guards.is_guarded(self, stack, frozenset(), kind):
+                    return False
             finally:
                 self.scopes = saved
+            # `def train(): model.cuda()`, called only after `main()`'s
+            # `if not torch.cuda.is_available(): sys.exit(1)`: guarded by its callers.
+            if kind is guards.AVAILABILITY and function is not None:
+                return not self._called_only_where_probed(function, {function})
+            return True
 
         return check
+
+    def _called_only_where_probed(self, name: str, seen: set[str]) -> bool:
+        """Is the file's function `name` called, and only where a real probe
+        guards the call (there, or at the calls of the function it is in)? A
+        flag's name does not count here: one call away, it says too little."""
+        sites = self.call_sites.get(name)
+        if not sites:
+            return False
+        for stack, scopes, after_exit in sites:
+            if after_exit:
+                continue
+            saved, self.scopes = self.scopes, scopes
+            try:
+                guarded = guards.is_guarded(self, stack, frozenset(), guards.PROBED)
+            finally:
+                self.scopes = saved
+            if guarded:
+                continue
+            outer = _top_level_function(stack)
+            if outer is None or outer in seen or len(seen) > 3:
+                return False
+            if not self._called_only_where_probed(outer, seen | {outer}):
+                return False
+        return True
 
     def annotation_value(self, annotation: Optional[cst.Annotation]) -> Value:
         """What a name annotated this way holds (`x: torch.Tensor`, `d: torch.device`)."""
@@ -405,6 +450,8 @@ class Context:
         if qual in torchapi.DTYPES:
             return Value(Kind.DTYPE)
         attr = expr.attr.value
+        if attr == "dtype":
+            return Value(Kind.DTYPE)  # `x.dtype`, `self.dtype`: `.to(x.dtype)` is a cast
         if _is_self(expr.value):
             cls = self.current_class()
             if cls is not None and attr in cls.attrs:
@@ -422,6 +469,27 @@ class Context:
         if base.kind is Kind.MODULE_OUTPUT and attr not in residence.NOT_DATA_ATTRS:
             return base  # `out.logits`: part of the output, where the module is
         return UNKNOWN
+
+    def _either_branch(self, before: Optional[Value], value: Value) -> Value:
+        """`if torch.cuda.is_available(): device = torch.device("cuda") else: device =
+        torch.device("cpu")`: in the `else` of an availability test, a device that
+        differs from the one the test's body bound is one of the two — chosen by
+        the test, not the host for sure."""
+        if before is None or before.device is None or value.device is None or before.device.type == value.device.type:
+            return value
+        if value.kind not in (Kind.DEVICE, Kind.DEVICE_STRING) or before.kind not in (Kind.DEVICE, Kind.DEVICE_STRING):
+            return value
+        stack = self.stack
+        for i in range(len(stack) - 1, 0, -1):
+            node = stack[i]
+            if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+                return value
+            if type(node) is cst.Else and type(stack[i - 1]) is cst.If:
+                if not guards.mentions_availability(self, stack[i - 1].test):  # type: ignore[attr-defined]
+                    return value
+                kind = before.kind if before.kind is value.kind else Kind.DEVICE_STRING
+                return Value(kind, Device(guarded=True))
+        return value
 
     def _kept_on_object(self, root: str, attr: str) -> Optional[Value]:
         """What `args.device = ...` stored, read as `args.device` in the same scope
@@ -665,3 +733,10 @@ def _assigned_names(small: cst.BaseSmallStatement) -> list[str]:
     if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
         return [small.target.value]
     return []
+
+
+def _top_level_function(stack: list) -> Optional[str]:
+    """The name of the module-level function a node is in (not a method)."""
+    if len(stack) > 1 and type(stack[0]) is cst.Module and type(stack[1]) is cst.FunctionDef:
+        return stack[1].name.value
+    return None

@@ -110,17 +110,24 @@ def mentions_device_count(ctx: "Context", expr: cst.CSTNode, loose: bool = True)
 class GuardKind:
     """What a guard must check: `mentions` a condition's dependence on it,
     `words` in a function's or class' name that imply it, and whether any
-    skip/require decorator counts (a test that may be skipped), and whether
-    a function or class that imports a CUDA-only library counts."""
+    skip/require decorator counts (a test that may be skipped), whether
+    a function or class that imports a CUDA-only library counts, and whether
+    availability probes decide which branch runs without an accelerator."""
 
     mentions: Callable[["Context", cst.CSTNode], bool]
     words: "re.Pattern[str]"
     any_skip: bool
     cuda_only_code: bool = False
+    probes: bool = False
 
 
 # Code reached only where an accelerator is: the guard of `.cuda()`.
-AVAILABILITY = GuardKind(mentions_availability, torchapi.CUDA_NAME_WORDS, True, cuda_only_code=True)
+AVAILABILITY = GuardKind(mentions_availability, torchapi.CUDA_NAME_WORDS, True, cuda_only_code=True, probes=True)
+# The same, proven by a real probe (`torch.cuda.is_available()`, a name bound to one),
+# never by a name's words: what a call site must show to guard the function it calls.
+PROBED = GuardKind(
+    lambda ctx, expr: mentions_availability(ctx, expr, loose=False), re.compile(r"(?!)"), False, probes=True
+)
 # Code reached only where enough GPUs are: the guard of `'cuda:1'`.
 DEVICE_COUNT = GuardKind(mentions_device_count, torchapi.COUNT_WORDS, False)
 
@@ -253,6 +260,8 @@ def probe_polarity(ctx: "Context", test: cst.BaseExpression, depth: int = 0) -> 
 def _count_polarity(ctx: "Context", test: cst.Comparison) -> Optional[bool]:
     """`torch.cuda.device_count() > 1` needs a GPU; `device_count() == 0` needs none."""
     left, op, right = test.left, test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(left, cst.Name):  # `n_gpu = torch.cuda.device_count()`, then `if n_gpu > 1:`
+        left = bindings.certain_source(ctx, left) or left
     if not (isinstance(left, cst.Call) and ctx.qualify(left.func) in torchapi.DEVICE_COUNT_PROBES):
         return None
     if not isinstance(right, cst.Integer):
@@ -271,7 +280,7 @@ def _branch_without(ctx: "Context", kind: GuardKind, node: cst.CSTNode, child: O
     """Is `child` the branch of `node` (an if, while or conditional expression)
     that runs without an accelerator: the `else` of `if torch.cuda.is_available():`,
     the body of `if not torch.cuda.is_available():`?"""
-    if kind is not AVAILABILITY or child is None or child is node.test:  # type: ignore[attr-defined]
+    if not kind.probes or child is None or child is node.test:  # type: ignore[attr-defined]
         return False
     holds = probe_polarity(ctx, node.test)  # type: ignore[attr-defined]
     if holds is None:
@@ -324,7 +333,10 @@ def is_early_exit(ctx: "Context", node: cst.CSTNode, kind: GuardKind = AVAILABIL
             return (
                 (orelse is None or type(orelse) is cst.Else)
                 and kind.mentions(ctx, node.test)  # type: ignore[attr-defined]
-                and (kind is not AVAILABILITY or probe_polarity(ctx, node.test) is not True)  # type: ignore[attr-defined]
+                and (not kind.probes or probe_polarity(ctx, node.test) is not True)  # type: ignore[attr-defined]
+                # A probed exit must be taken whenever there is none: not
+                # `if args.cuda and not torch.cuda.is_available(): sys.exit(1)`.
+                and (kind is not PROBED or _holds_without(ctx, node.test))  # type: ignore[attr-defined]
             )
         # `if torch.cuda.is_available(): model.cuda() else: raise SystemExit("needs a GPU")`:
         # what follows runs only where the test held.
@@ -332,11 +344,11 @@ def is_early_exit(ctx: "Context", node: cst.CSTNode, kind: GuardKind = AVAILABIL
             type(orelse) is cst.Else
             and exits(orelse.body)  # type: ignore[union-attr]
             and kind.mentions(ctx, node.test)  # type: ignore[attr-defined]
-            and (kind is not AVAILABILITY or probe_polarity(ctx, node.test) is not False)  # type: ignore[attr-defined]
+            and (not kind.probes or probe_polarity(ctx, node.test) is not False)  # type: ignore[attr-defined]
         )
     if node_type is cst.Assert:
         return kind.mentions(ctx, node.test) and (  # type: ignore[attr-defined]
-            kind is not AVAILABILITY or probe_polarity(ctx, node.test) is not False  # type: ignore[attr-defined]
+            not kind.probes or probe_polarity(ctx, node.test) is not False  # type: ignore[attr-defined]
         )
     if node_type is cst.Assign:
         # `pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`, or a
@@ -390,6 +402,18 @@ def _accelerator_failure(ctx: "Context", caught: Optional[cst.BaseExpression]) -
         return False
     parts = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
     return all(ctx.qualify(p) in _ACCELERATOR_FAILURES for p in parts)
+
+
+def _holds_without(ctx: "Context", test: cst.BaseExpression) -> bool:
+    """Does `test` certainly hold where there is no accelerator? `not
+    torch.cuda.is_available()`, `not use_cuda` (bound to the probe), and `or`
+    with anything / `and` of such tests."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return probe_polarity(ctx, test.expression) is True
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _holds_without(ctx, test.left), _holds_without(ctx, test.right)
+        return (left or right) if isinstance(test.operator, cst.Or) else (left and right)
+    return False
 
 
 def _tests_oom_message(test: cst.BaseExpression) -> bool:
@@ -461,7 +485,7 @@ def is_guarded(
         if isinstance(node, (cst.If, cst.While)):
             if kind.mentions(ctx, node.test) and not _branch_without(ctx, kind, node, child):
                 return True
-            if kind is AVAILABILITY and child is node.body and _tests_oom_message(node.test):
+            if kind.probes and child is node.body and _tests_oom_message(node.test):
                 return True  # `if "CUDA out of memory" in str(e):`
         elif isinstance(node, cst.IfExp):
             if child is not node.test and kind.mentions(ctx, node.test) and not _branch_without(ctx, kind, node, child):
@@ -469,15 +493,16 @@ def is_guarded(
         elif isinstance(node, cst.BooleanOperation):
             if child is node.right and kind.mentions(ctx, node.left):
                 # `available and x.cuda()` runs it with one; `available or x.cuda()` without.
-                holds = probe_polarity(ctx, node.left) if kind is AVAILABILITY else None
+                holds = probe_polarity(ctx, node.left) if kind.probes else None
                 if holds is None or holds == isinstance(node.operator, cst.And):
                     return True
         elif isinstance(node, cst.Try):
-            if child is node.body and _catches_failure(node):
+            # Not for a probed guard: a `try` around a call catches whatever the callee raises.
+            if child is node.body and kind is not PROBED and _catches_failure(node):
                 return True
         elif isinstance(node, cst.ExceptHandler):
             # `except torch.cuda.OutOfMemoryError:` runs only after an accelerator ran out.
-            if kind is AVAILABILITY and child is node.body and _accelerator_failure(ctx, node.type):
+            if kind.probes and child is node.body and _accelerator_failure(ctx, node.type):
                 return True
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             if (kind.words.search(node.name.value) and not _names_a_move(node.name.value)) or _decorated_for(

@@ -52,7 +52,8 @@ _OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimi[sz]er)s?(_|\d|$)", re.I)
 # Flags in a condition that mean "only now and then": logging, evaluating, saving.
 _CADENCE_WORDS = re.compile(
     r"log|print|verbose|debug|display|report|interval|every|freq|period|eval|valid|save|checkpoint|"
-    r"sync_gradients|should|time|first|last|profil|visual|plot|monitor",
+    r"sync_gradients|should|time|first|last|profil|visual|plot|monitor|"
+    r"tensorboard|wandb|mlflow|neptune|comet|writer",
     re.I,
 )
 
@@ -127,7 +128,7 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
         name = f"{cls.name}.self.{func.attr.value}"
     elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
         # `trainer.update(batch)` after `trainer = Trainer(model)`, a class of this file
-        if func.attr.value not in _defined_names(ctx):
+        if func.attr.value not in defined_function_names(ctx):
             return None
         owner = _instance_class(ctx, func.value)
         if owner is None:
@@ -135,7 +136,7 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
         name = f"{owner}.self.{func.attr.value}"
     else:
         return None
-    if name.rsplit(".", 1)[-1] not in _defined_names(ctx):
+    if name.rsplit(".", 1)[-1] not in defined_function_names(ctx):
         return None  # not a function of this file (cheap: most calls are not)
     stack = ctx.stack
     for i in range(len(stack) - 2, -1, -1):
@@ -158,7 +159,7 @@ def _instance_class(ctx: "Context", name: cst.Name) -> Optional[str]:
 _DEF = re.compile(r"\bdef\s+(\w+)\s*\(")
 
 
-def _defined_names(ctx: "Context") -> frozenset[str]:
+def defined_function_names(ctx: "Context") -> frozenset[str]:
     """The names the file's text defines functions under, read once per file."""
     names = ctx.memo.get("defined-function-names")
     if names is None:
@@ -222,6 +223,7 @@ def _selects_how_to_train(ctx: "Context", test: cst.BaseExpression, branch: cst.
 
 
 _MODULO_FUNCTIONS = frozenset({"mod", "fmod", "remainder", "divmod"})
+_TYPE_CHECKS = frozenset({"isinstance", "hasattr", "callable", "is_tensor"})
 
 
 def _backpropagates(ctx: "Context", call: cst.Call) -> bool:
@@ -251,6 +253,9 @@ def _every_step(ctx: "Context", test: cst.BaseExpression) -> bool:
         if name is None or _CADENCE_WORDS.search(name):
             return False
         return not ctx.value_of(test).is_tensor
+    if isinstance(test, cst.Call):
+        # `x.item() if torch.is_tensor(x) else x`: a type check picks what to read, not when
+        return (dotted(test.func) or "").rsplit(".", 1)[-1] in _TYPE_CHECKS
     if isinstance(test, cst.Subscript) and isinstance(test.value, (cst.Name, cst.Attribute)):
         # `config["kd"]`: a run-wide option of a config dict (Ray Tune, W&B sweeps)
         key = string_key(test)

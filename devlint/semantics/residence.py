@@ -376,7 +376,8 @@ SAME_DEVICE_METHODS = frozenset(
     "masked_fill masked_fill_ add add_ sub sub_ mul mul_ div div_ matmul mm bmm where gather "
     "index_select scatter scatter_ scatter_add scatter_add_ masked_scatter masked_scatter_ "
     "masked_select eq ne lt le gt ge maximum minimum lerp lerp_ addcmul addcmul_ addcdiv addcdiv_ "
-    "copysign dot outer pow logical_and logical_or".split()
+    "copysign dot outer pow logical_and logical_or index_add index_add_ index_copy index_copy_ "
+    "scatter_reduce scatter_reduce_".split()
 )
 
 # Uses of a name that show it holds a tensor (`x.shape`, `x.view(...)`).
