@@ -33,8 +33,12 @@ class UnguardedCuda(Rule):
     `device.type == "cuda"` (also `dev.type` of any name bound to a device),
     skip decorators, a `device` the caller supplies, a short `try` around
     the placement, an out-of-memory handler (`except
-    torch.cuda.OutOfMemoryError:`, `if "out of memory" in str(e):`), and
-    `torch.accelerator.is_available()`.
+    torch.cuda.OutOfMemoryError:`, `if "out of memory" in str(e):`),
+    `torch.accelerator.is_available()`, and — one call away — callers: a
+    function of the file that is called only where a real probe guards the
+    call (after `main()`'s `if not torch.cuda.is_available(): sys.exit(1)`,
+    or inside `if torch.cuda.is_available():`). A flag's name does not count
+    at the call, nor does a `try` around it.
 
     Not guards:
     - the branch of an availability test that runs without a GPU: the

@@ -69,7 +69,8 @@ class FactoryWithoutDevice(Rule):
 
     Not flagged: factories with `device=`, `torch.zeros_like(x)`,
     `x.new_zeros(...)`, 0-dim tensors (`torch.tensor(0.5)` mixes with any
-    device), results moved before use (`.to(x.device)`, `.type_as(x)`), tensors
+    device), results moved before use (`.to(x.device)`, `.type_as(x)`;
+    a cast such as `.to(x.dtype)` moves nothing), tensors
     used as indices, and files that change the default device.
 
     ## Example

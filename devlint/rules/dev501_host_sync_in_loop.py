@@ -51,9 +51,11 @@ class HostSyncInLoop(Rule):
     (`if loss.item() < tol: break` must read the value now) or in a
     branch that leaves it (`if diverged: print(loss.item()); break` runs once), and not under a
     condition that may skip steps:
-    a comparison, a `%`, a call, or a flag named for logging (`if verbose:`).
-    A flag that holds on every step alike (`if use_amp:`, `if config["kd"]:`)
-    is no such condition, nor is one whose other branch reads as well
+    a comparison, a `%`, a call, or a flag named for logging (`if verbose:`,
+    `if args.with_tensorboard:`, `if writer is not None:`).
+    A flag that holds on every step alike (`if use_amp:`, `if config["kd"]:`),
+    or a type check (`x.item() if torch.is_tensor(x) else x`), is no such
+    condition, nor is one whose other branch reads as well
     (`if split == "min": a = loss.item() else: b = loss.item()`), and neither is picking the main process (`if rank == 0:`,
     `if args.local_rank in [-1, 0]:`, `if is_main_process():`): that process
     reads on every one of its steps; nor is a branch that back-propagates
