@@ -321,7 +321,15 @@ class HostSyncInLoop(Rule):
             return False
         if not isinstance(expr, cst.Name):
             return True  # `outputs.loss`
-        return not any(self._is_host_value(v) for v in bindings.assigned_expressions(self.ctx, expr))
+        # `loss = 0`, then `loss += criterion(...)`: the number only starts the sum.
+        accumulated = any(
+            type(n) is cst.AugAssign and type(n.target) is cst.Name and n.target.value == name  # type: ignore[attr-defined]
+            for n in iter_subtree(loop)
+        )
+        return not any(
+            self._is_host_value(v) and not (accumulated and isinstance(v, (cst.Integer, cst.Float)))
+            for v in bindings.assigned_expressions(self.ctx, expr)
+        )
 
     def _is_host_value(self, expr: cst.BaseExpression) -> bool:
         """`x.item()`, `float(x)`, `x.cpu().numpy()`, a literal: a value on the host."""

@@ -204,7 +204,12 @@ def data_device(ctx: "Context", expr: cst.BaseExpression, _depth: int = 0) -> Op
         # `torch.mean(x)`, `F.softmax(x, -1)`: computed where their input lives.
         qual = ctx.qualify(expr.func)
         if qual in torchapi.TENSOR_FUNCTIONS and qual not in torchapi.FACTORIES and _keyword(expr, "device") is None:
-            return data_device(ctx, expr.args[0].value, _depth)
+            first = expr.args[0].value
+            if isinstance(first, (cst.List, cst.Tuple)):
+                # `torch.cat((xs, xt))`: the tensors share one device (or it raises)
+                places = (data_device(ctx, e.value, _depth) for e in first.elements if isinstance(e, cst.Element))
+                return next((p for p in places if p is not None), None)
+            return data_device(ctx, first, _depth)
     return None
 
 
