@@ -37,6 +37,7 @@ class Context:
         self.early_exit_blocks: set[int] = set()  # ids of blocks after an early exit
         self.count_exit_blocks: set[int] = set()  # ... after one that checks the GPU count
         self.probed_exit_blocks: set[int] = set()  # ... after one that calls a real probe
+        self.keeps_on_objects = False  # has any `args.device = <device>` been seen?
         # Calls of the file's own functions by name: (stack, scopes, after a probed exit)
         # at each call, to judge guards one call away.
         self.call_sites: dict[str, list[tuple[list, list, bool]]] = {}
@@ -193,15 +194,18 @@ class Context:
                     self._bind_target(receiver, self.value_of(call))
 
     def _leave_guardable(self, node: cst.CSTNode) -> None:
-        for kind, blocks in (
-            (guards.AVAILABILITY, self.early_exit_blocks),
-            (guards.DEVICE_COUNT, self.count_exit_blocks),
-            (guards.PROBED, self.probed_exit_blocks),
-        ):
-            if guards.is_early_exit(self, node, kind):
-                block = self._enclosing_block()
-                if block is not None:
-                    blocks.add(id(block))
+        if guards.is_early_exit(self, node, guards.AVAILABILITY):
+            self._mark_after_exit(self.early_exit_blocks)
+            # A probed exit is an availability exit first (and needs a probe's name in the text).
+            if self.names_a_probe and guards.is_early_exit(self, node, guards.PROBED):
+                self._mark_after_exit(self.probed_exit_blocks)
+        if guards.is_early_exit(self, node, guards.DEVICE_COUNT):
+            self._mark_after_exit(self.count_exit_blocks)
+
+    def _mark_after_exit(self, blocks: set[int]) -> None:
+        block = self._enclosing_block()
+        if block is not None:
+            blocks.add(id(block))
 
     def _enclosing_block(self) -> Optional[cst.CSTNode]:
         for node in reversed(self.stack[:-1]):
@@ -237,6 +241,7 @@ class Context:
                 device_like = value.kind in (Kind.DEVICE, Kind.DEVICE_STRING)
                 scope.bind(key, value if device_like else UNKNOWN)
                 scope.attribute_keys.add(key)
+                self.keeps_on_objects = True
 
     # -- questions rules ask ---------------------------------------------
     def parent(self, depth: int = 1) -> Optional[cst.CSTNode]:
@@ -459,7 +464,7 @@ class Context:
             return UNKNOWN
         if attr == "device" and self.value_of(expr.value).is_tensor:
             return Value(Kind.DEVICE, Device(of_tensor=True))
-        if isinstance(expr.value, cst.Name):
+        if self.keeps_on_objects and isinstance(expr.value, cst.Name):
             kept = self._kept_on_object(expr.value.value, attr)
             if kept is not None:
                 return kept
