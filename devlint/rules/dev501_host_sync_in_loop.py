@@ -7,7 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Report, Rule
 from ..semantics.context import Context
-from ..semantics import bindings, guards, helper_reads, keyword, loops, residence, torchapi
+from ..semantics import bindings, guards, helper_reads, loops, residence
 from ..semantics.names import dotted
 from ..semantics.tree import iter_subtree
 from ..semantics.values import Kind
@@ -383,14 +383,9 @@ def _computed_on_device(ctx: Context, expr: cst.BaseExpression, depth: int = 0) 
         return any(_on_device_operand(ctx, side, depth) for side in (expr.left, expr.right))
     if not isinstance(expr, cst.Call):
         return False
-    qual = ctx.qualify(expr.func)
-    if qual is not None:
-        # `torch.dist(net(y), x)`: torch's functions compute where their first input is.
-        first = expr.args[0] if expr.args else None
-        keeps = qual in torchapi.TENSOR_FUNCTIONS and qual not in torchapi.FACTORIES
-        if keeps and first is not None and first.keyword is None and not first.star and keyword(expr, "device") is None:
-            return _on_device_operand(ctx, first.value, depth)
-        return False
+    if ctx.qualify(expr.func) is not None:
+        # `torch.dist(net(y), x)`: torch's functions compute where their inputs are.
+        return any(_on_device_operand(ctx, e, depth) for e in residence.kept_inputs(ctx, expr))
     if isinstance(expr.func, cst.Name) and expr.func.value in _HOST_CALLS:
         return False
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SYNC_METHODS:

@@ -80,25 +80,25 @@ def certain_source(ctx: "Context", name: cst.Name) -> Optional[cst.BaseExpressio
     """The expression assigned to `name` by the one assignment certain to be in
     effect here (`model = AutoModel.from_pretrained(...)`); None when that is
     not certain or the binding is no plain assignment."""
-    found = _in_effect(ctx, name)
-    if found is None:
-        return None
-    sites, last = found
-    if last is None:
-        last = sites[0] if len(sites) == 1 else None
-    return last.value if last is not None and last.kind in ("assign", "annassign") else None
+    site = _certain_site(ctx, name)
+    return site.value if site is not None and site.kind in ("assign", "annassign") else None
 
 
 def unpacked_source(ctx: "Context", name: cst.Name) -> Optional[cst.BaseExpression]:
     """The value `name` was unpacked from by the one binding certain to be in
     effect here (`real, fake = disc(y, y_hat)` gives `disc(y, y_hat)`)."""
+    site = _certain_site(ctx, name)
+    return site.value if site is not None and site.kind == "other" else None
+
+
+def _certain_site(ctx: "Context", name: cst.Name) -> Optional[_Site]:
+    """The one binding of `name` certain to be in effect here (the only one, if
+    it is the only binding in its scope)."""
     found = _in_effect(ctx, name)
     if found is None:
         return None
     sites, last = found
-    if last is None:
-        last = sites[0] if len(sites) == 1 else None
-    return last.value if last is not None and last.kind == "other" else None
+    return last if last is not None else (sites[0] if len(sites) == 1 else None)
 
 
 def assigned_expressions(ctx: "Context", name: cst.Name) -> list[cst.BaseExpression]:

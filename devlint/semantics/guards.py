@@ -392,16 +392,12 @@ def _catches_failure(node: cst.Try) -> bool:
     return False
 
 
-# Exceptions only an accelerator raises.
-_ACCELERATOR_FAILURES = frozenset({"torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError"})
-
-
 def _accelerator_failure(ctx: "Context", caught: Optional[cst.BaseExpression]) -> bool:
     """`torch.cuda.OutOfMemoryError`, or a tuple of such exceptions."""
     if caught is None:
         return False
     parts = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
-    return all(ctx.qualify(p) in _ACCELERATOR_FAILURES for p in parts)
+    return all(ctx.qualify(p) in torchapi.ACCELERATOR_FAILURES for p in parts)
 
 
 def _holds_without(ctx: "Context", test: cst.BaseExpression) -> bool:

@@ -200,17 +200,25 @@ def data_device(ctx: "Context", expr: cst.BaseExpression, _depth: int = 0) -> Op
                 # `pred.eq(target)`: both sides live on one device (or it raises).
                 return data_device(ctx, expr.args[0].value, _depth)
             return device
-    if isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
-        # `torch.mean(x)`, `F.softmax(x, -1)`: computed where their input lives.
-        qual = ctx.qualify(expr.func)
-        if qual in torchapi.TENSOR_FUNCTIONS and qual not in torchapi.FACTORIES and _keyword(expr, "device") is None:
-            first = expr.args[0].value
-            if isinstance(first, (cst.List, cst.Tuple)):
-                # `torch.cat((xs, xt))`: the tensors share one device (or it raises)
-                places = (data_device(ctx, e.value, _depth) for e in first.elements if isinstance(e, cst.Element))
-                return next((p for p in places if p is not None), None)
-            return data_device(ctx, first, _depth)
+    if isinstance(expr, cst.Call):
+        places = (data_device(ctx, e, _depth) for e in kept_inputs(ctx, expr))
+        return next((p for p in places if p is not None), None)
     return None
+
+
+def kept_inputs(ctx: "Context", call: cst.Call) -> list[cst.BaseExpression]:
+    """The inputs a torch function computes where they live: `x` of
+    `torch.mean(x)` / `F.softmax(x, -1)`, `xs` and `xt` of `torch.cat((xs, xt))`
+    (they share one device, or it raises). Empty for anything else."""
+    first = call.args[0] if call.args else None
+    if first is None or first.keyword is not None or first.star:
+        return []
+    qual = ctx.qualify(call.func)
+    if qual not in torchapi.TENSOR_FUNCTIONS or qual in torchapi.FACTORIES or _keyword(call, "device") is not None:
+        return []
+    if isinstance(first.value, (cst.List, cst.Tuple)):
+        return [e.value for e in first.value.elements if isinstance(e, cst.Element)]
+    return [first.value]
 
 
 def legacy_type_device(ctx: "Context", call: cst.Call) -> Optional[Device]:

@@ -223,6 +223,9 @@ HOST_FACTORY_TRIGGERS = tuple(sorted({f"{q.rsplit('.', 1)[1]}(" for q in FACTORI
 # `cpu` or `meta` reports no index.
 INDEXED_DEVICE_TYPES = frozenset({"cuda", "mps", "xpu"})
 
+# Exceptions only an accelerator raises: their handler runs only where one is.
+ACCELERATOR_FAILURES = frozenset({"torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError"})
+
 # Probes of how many accelerators there are. A condition comparing with one of
 # these checks a device ordinal (`if torch.cuda.device_count() > 1:`).
 # Probes whose truth says an accelerator is there (`not` of one: that none is),
