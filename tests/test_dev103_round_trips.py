@@ -63,3 +63,39 @@ def test_a_helper_that_never_saw_the_model_or_a_config_object_did_not():
     assert rows(HELPER.format(call="fetch(val_loss, path)")) == [8]
     config = HELPER.replace("path +", "args.path +").format(call="stopper(val_loss, args.model, args)")
     assert rows(config) == [8]
+
+
+def test_a_device_the_caller_hands_in_may_be_a_gpu():
+    # `device` goes to a base class that places the networks: the file's own
+    # checkpoints may hold CUDA tensors, so reading them back needs a map location.
+    handed_on = CPU_ONLY.format(load='save_path + name + ".pth"', tail="\n\ndef build(width, device):\n    return Base(width, device)\n")
+    assert rows(handed_on) == [13]
+    # Only shown, never handed on: the file still runs on the CPU alone.
+    shown = CPU_ONLY.format(load='save_path + name + ".pth"', tail='\n\ndef report(secs, device=None):\n    print(f"{secs:.1f} s on {device}")\n')
+    assert rows(shown) == []
+
+
+STOPPER = """\
+import os
+import torch
+
+
+def fit(model, args, scores):
+    stopper = EarlyStopping(patience=3, {built})
+    for epoch, score in enumerate(scores):
+        if stopper.step(score, epoch, model):
+            break
+    model.load_state_dict(torch.load(os.path.join(args.out, "best.pt")))
+"""
+
+
+def test_an_object_built_with_the_path_and_handed_the_model_wrote_the_checkpoint():
+    assert rows(STOPPER.format(built='save_path=os.path.join(args.out, "best.pt")')) == []
+    assert rows(STOPPER.format(built="delta=0.01")) == [10]
+    rebuilt = STOPPER.replace("    for epoch", "    stopper = EarlyStopping(patience=3)\n    for epoch")
+    assert rows(rebuilt.format(built='save_path=os.path.join(args.out, "best.pt")')) == [11]
+
+
+def test_a_path_built_inline_and_handed_with_the_model_is_the_same_path():
+    call = 'stopper(val_loss, model, os.path.join(path, "ckpt"))'
+    assert rows("import os\n" + HELPER.format(call=call)) == []

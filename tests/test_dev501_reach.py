@@ -137,6 +137,24 @@ def test_a_helper_that_reads_its_argument_reads_on_every_step():
     assert helper_rows(helper, "self.metric(out, y)") == [0]
 
 
+def test_a_method_reached_through_an_instance_of_a_class_of_the_file_reads_too():
+    buffer = (
+        "class Replay:\n"
+        "    def add(self, x, y):\n"
+        "        self.items = list(zip(x.cpu(), y))\n\n"
+        "    @staticmethod\n"
+        "    def score(logits, k):\n"
+        "        return logits.softmax(-1).max().item() * k\n\n\n"
+        "replay = Replay()"
+    )
+    assert helper_rows(buffer, "replay.add(out.detach(), y)") == [0]
+    # A static method binds no `self`: `logits` is the first argument.
+    assert helper_rows(buffer, "replay.score(out, 3)") == [0]
+    assert helper_rows(buffer, "replay.score(3, out)") == []
+    # Not an instance of a class of this file: nothing is known of its methods.
+    assert helper_rows(buffer.replace("replay = Replay()", "replay = make_replay()"), "replay.add(out, y)") == []
+
+
 def test_a_helper_is_silent_on_what_it_does_not_read_on_every_call():
     cases = [
         # the argument's metadata only

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -34,11 +34,14 @@ class LoadWithoutMapLocation(Rule):
     back by a worker process), or reading back the path the same function
     just saved to (`torch.save(model, path)`, then `torch.load(path)`, also
     through a name, or after handing the model and the folder to a helper
-    such as `early_stopping(val_loss, model, path)`), or a cache (`if
+    such as `early_stopping(val_loss, model, path)`, or the model to an object
+    built with the path, `stopper = EarlyStopping(save_path=path)` then
+    `stopper.step(score, model)`), or a cache (`if
     os.path.exists(cache): x = torch.load(cache)` whose `else:` builds `x`
     and saves it to `cache`): this run wrote it, on this machine. Nor is a file that never names or uses an accelerator
     reading back a path its own `torch.save` writes: its checkpoints hold CPU
-    tensors. Bytes from elsewhere — a file, a network response — are still
+    tensors (a function that takes a `device` from its caller may be handed a
+    GPU, so such a file is not one). Bytes from elsewhere — a file, a network response — are still
     checkpoints from another machine.
 
     ## Example
@@ -82,6 +85,10 @@ class LoadWithoutMapLocation(Rule):
         # Per scope: names given to a call together with a model so far
         # (`early_stopping(val_loss, model, path)`): where a helper may have saved it.
         self._handed_with_model: dict[int, set[str]] = {}
+        # Per scope: object name -> the names its constructor was given
+        # (`stopper = EarlyStopping(save_path=path)`), handed over with the model
+        # when a method of the object is (`stopper.step(score, model)`).
+        self._built_with: dict[int, dict[str, set[str]]] = {}
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         call, target = node.item, node.asname.name if node.asname else None
@@ -92,13 +99,22 @@ class LoadWithoutMapLocation(Rule):
             self._opened.setdefault(id(self.ctx.scopes[-1].node), {})[target.value] = _source(call.args[0].value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        names = self._buffers.setdefault(id(self.ctx.scopes[-1].node), set())
+        scope = id(self.ctx.scopes[-1].node)
+        names = self._buffers.setdefault(scope, set())
+        built = self._built_with.setdefault(scope, {})
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 if self._is_buffer_call(node.value):
                     names.add(target.target.value)
                 else:
                     names.discard(target.target.value)
+            holder = dotted(target.target)
+            if holder is not None:
+                given = _names_given(node.value) if type(node.value) is cst.Call else set()
+                if given:
+                    built[holder] = given
+                else:
+                    built.pop(holder, None)
 
     def visit_Call(self, node: cst.Call) -> None:
         qual = self.ctx.qualify(node.func)
@@ -185,10 +201,14 @@ class LoadWithoutMapLocation(Rule):
         callee = self.ctx.qualify(call.func) or dotted(call.func) or ""
         if callee.split(".", 1)[0] in ("os", "pathlib", "shutil", "glob") or isinstance(call.func, cst.Attribute) and isinstance(call.func.value, (cst.SimpleString, cst.FormattedString)):
             return  # a path being built, not a model being saved
-        names = {dotted(v) for v in values if type(v) in (cst.Name, cst.Attribute) and not self._is_model(v)}
-        names.discard(None)
+        # What else was handed over: names, and the names a path is built from
+        # (`os.path.join(args.out, "m.pt")`); for a method, what its object was built with.
+        names = _names_given(call, skip=self._is_model)
+        scope = id(self.ctx.scopes[-1].node)
+        if isinstance(call.func, cst.Attribute):
+            names |= self._built_with.get(scope, {}).get(dotted(call.func.value) or "", set())
         if names:
-            self._handed_with_model.setdefault(id(self.ctx.scopes[-1].node), set()).update(names)  # type: ignore[arg-type]
+            self._handed_with_model.setdefault(scope, set()).update(names)
 
     def _is_model(self, expr: cst.BaseExpression) -> bool:
         """A module, or its state: `model`, `self.net`, `model.state_dict()`."""
@@ -278,6 +298,21 @@ def _whole_names(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
             stack.extend(a.value for a in node.args)  # type: ignore[attr-defined]  # not the function's name
         else:
             stack.extend(children(node))
+    return found
+
+
+def _names_given(call: cst.Call, skip: Callable[[cst.BaseExpression], bool] = lambda _: False) -> set[str]:
+    """The names and attribute chains a call's arguments are built from, whole
+    (`folder`, `args.out` in `f(os.path.join(args.out, "m.pt"))`), except
+    arguments `skip` accepts."""
+    found: set[str] = set()
+    for arg in call.args:
+        if arg.star or skip(arg.value):
+            continue
+        for node in _whole_names(arg.value):
+            name = dotted(node)
+            if name is not None:
+                found.add(name)
     return found
 
 

@@ -73,8 +73,10 @@ class HostSyncInLoop(Rule):
     under a condition, it does not. The other way round, a helper of the
     file that reads its argument on every call (`def accuracy(logits, y):
     return (logits.argmax(1) == y).float().mean().item()`) reads on every
-    step when a training loop calls it with device data: the call is flagged.
-    So does a helper that reads each tensor of a list it is given (`for t in
+    step when a training loop calls it with device data: the call is flagged,
+    also for a method reached through an instance of a class of the file
+    (`replay.add(x, y)` after `replay = ReplayBuffer(...)`, where `add` copies
+    `x.cpu()`). So does a helper that reads each tensor of a list it is given (`for t in
     tensors: t.max().item()`) and one that passes its argument on to such a
     helper (`evaluate_batch(batch)` calling `accuracy(preds, labels)`).
 
@@ -153,7 +155,7 @@ class HostSyncInLoop(Rule):
         reads = helper_reads.parameter_reads(self.ctx, func)
         if not reads:
             return None
-        args = helper_reads.bind(call, func, method=name.startswith("self."))
+        args = helper_reads.bind(call, func, method="." in name)
         for param, what in reads.items():
             if param.endswith("[]"):  # read element by element: `for t in tensors: t.item()`
                 arg = args.get(param[:-2])

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from . import bindings, classes, torchapi
+from . import bindings, classes, loops, torchapi
 from .residence import NOT_DATA_ATTRS
 from .tree import children
 
@@ -39,7 +39,8 @@ _NONE: frozenset[str] = frozenset()
 def callee(ctx: "Context", call: cst.Call) -> Optional[tuple[str, cst.FunctionDef]]:
     """The function of this file a call runs, with its display name:
     `helper(...)` for a module-level `def helper`, `self.helper(...)` for a
-    method of the class around the call."""
+    method of the class around the call, `buffer.add(...)` for a method of an
+    instance of a class of this file."""
     func = call.func
     if isinstance(func, cst.Name):
         found = _module_functions(ctx).get(func.value)
@@ -52,6 +53,13 @@ def callee(ctx: "Context", call: cst.Call) -> Optional[tuple[str, cst.FunctionDe
             return None
         found = classes.methods(info).get(func.attr.value)
         return (f"self.{func.attr.value}", found) if found is not None else None
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        # `replay.add_batch(x, y)` after `replay = ReplayBuffer(...)`, a class of this file.
+        if func.attr.value not in loops.defined_function_names(ctx):
+            return None  # cheap: most method calls are not of this file
+        owner = loops.instance_class(ctx, func.value)
+        found = classes.methods(ctx.classes[owner]).get(func.attr.value) if owner is not None else None
+        return (f"{func.value.value}.{func.attr.value}", found) if found is not None else None
     return None
 
 
@@ -80,7 +88,8 @@ def bind(call: cst.Call, func: cst.FunctionDef, method: bool) -> dict[str, cst.B
     """The call's arguments by the parameter they bind (positional and keyword;
     nothing for `*args`/`**kwargs`)."""
     params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
-    if method and params:
+    static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in func.decorators)
+    if method and params and not static:
         params = params[1:]  # `self`
     bound: dict[str, cst.BaseExpression] = {}
     position = 0

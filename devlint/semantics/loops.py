@@ -130,7 +130,7 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
         # `trainer.update(batch)` after `trainer = Trainer(model)`, a class of this file
         if func.attr.value not in defined_function_names(ctx):
             return None
-        owner = _instance_class(ctx, func.value)
+        owner = instance_class(ctx, func.value)
         if owner is None:
             return None
         name = f"{owner}.self.{func.attr.value}"
@@ -148,7 +148,7 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
     return None
 
 
-def _instance_class(ctx: "Context", name: cst.Name) -> Optional[str]:
+def instance_class(ctx: "Context", name: cst.Name) -> Optional[str]:
     """The class of this file that `name` is certainly an instance of (`Trainer(...)`)."""
     source = bindings.certain_source(ctx, name)
     if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value in ctx.classes:
@@ -504,16 +504,45 @@ _ACCELERATOR_WORDS = re.compile(r"cuda|gpu|mps|xpu|accelerat|device_map|nccl", r
 
 def file_may_use_accelerator(ctx: "Context") -> bool:
     """Could this file's code run anything on an accelerator? No, only when its
-    text never names one (`cuda`, `gpu`, `mps`, `accelerator`...) and no call
-    anywhere in it places data on a device that may be one (`.to(device)`)."""
+    text never names one (`cuda`, `gpu`, `mps`, `accelerator`...), no call
+    anywhere in it places data on a device that may be one (`.to(device)`),
+    and no function takes a device from its caller and hands it on (`def
+    __init__(self, device): super().__init__(device)`): it may be a GPU."""
     memo = ctx.memo.get("file-may-use-accelerator")
     if memo is None:
         module = ctx.stack[0] if ctx.stack else None
         memo = bool(_ACCELERATOR_WORDS.search(ctx.source)) or module is None or any(
-            type(node) is cst.Call and _places_on_accelerator(ctx, node) for node in iter_subtree(module)
+            (type(node) is cst.Call and _places_on_accelerator(ctx, node))
+            or (type(node) is cst.FunctionDef and _hands_on_a_device(node))  # type: ignore[arg-type]
+            for node in iter_subtree(module)
         )
         ctx.memo["file-may-use-accelerator"] = memo
     return bool(memo)
+
+
+# Calls that only show a value: a device handed to them places nothing.
+_SHOWS = frozenset("print str repr format info debug warning write add_text log".split())
+
+
+def _hands_on_a_device(func: cst.FunctionDef) -> bool:
+    """Does `func` take a device from its caller and hand it to another call
+    (`def __init__(self, device): super().__init__(device)`), not only show
+    it (`print(f"on {device}")`)?"""
+    params = {
+        p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)
+        if p.name.value.endswith("device")
+    }
+    if not params:
+        return False
+    for node in iter_subtree(func.body):
+        if type(node) is not cst.Call:
+            continue
+        callee = node.func.attr.value if type(node.func) is cst.Attribute else dotted(node.func)  # type: ignore[attr-defined]
+        if callee in _SHOWS:
+            continue
+        if any(type(a.value) is cst.Name and a.value.value in params for a in node.args):  # type: ignore[attr-defined]
+            return True
+    return False
 
 
 def _of_self(call: cst.Call) -> bool:
