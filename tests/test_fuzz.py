@@ -23,7 +23,6 @@ import ast
 import os
 import random
 import re
-from pathlib import Path
 from typing import Optional
 
 import hypothesmith

@@ -3,7 +3,6 @@ class and method context (classes), statement order (events), optimizers."""
 
 from __future__ import annotations
 
-import textwrap
 from textwrap import dedent
 
 import libcst as cst
@@ -17,7 +16,7 @@ from devlint.rules.dev306_optimizer_before_move import OptimizerBeforeMove
 from devlint.rules.dev307_dataparallel_module_not_on_device import DataparallelModuleNotOnDevice
 from devlint.rules.dev308_generator_device_mismatch import GeneratorDeviceMismatch
 from devlint.rules.dev309_nonblocking_copy_read_before_sync import NonblockingCopyReadBeforeSync
-from devlint.semantics import Context, Kind, classes, events, residence
+from devlint.semantics import Context, Kind, classes, residence
 
 
 class _Probe(cst.CSTVisitor):
