@@ -458,6 +458,45 @@ def test_cuda_of_a_module_without_tensors_asks_nothing_of_cuda():
     assert codes(src, "DEV101") == [(6, "DEV101"), (7, "DEV101"), (8, "DEV101")]
 
 
+def test_cuda_of_a_module_class_of_the_file_that_holds_no_tensors_asks_nothing_of_cuda():
+    classes = (
+        "import torch\nimport torch.nn as nn\n"
+        "class ECE(nn.Module):\n"
+        "    def __init__(self, bins: int = 15):\n"
+        "        super().__init__()\n"
+        "        edges = torch.linspace(0, 1, bins + 1)\n"
+        "        self.lowers = edges[:-1]\n"
+        "        self.margin = 0.5\n"
+        "class Content(nn.Module):\n"
+        "    def __init__(self, target):\n"
+        "        super().__init__()\n"
+        "        self.target = target.detach()\n"
+        "class Wrapped(nn.Module):\n"  # keeps whatever it is given: may be a module
+        "    def __init__(self, inner):\n"
+        "        super().__init__()\n"
+        "        self.inner = inner\n"
+        "class Buffered(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.register_buffer('w', torch.ones(2))\n"
+        "class Layer(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(2, 2)\n"
+        "class Deeper(Layer):\n"
+        "    pass\n"
+    )
+    src = classes + (
+        "ece = ECE().cuda()\n"  # line 27
+        "content = Content(torch.ones(2)).cuda()\n"
+        "wrapped = Wrapped(nn.Linear(2, 2)).cuda()\n"
+        "buffered = Buffered().cuda()\n"
+        "layer = Layer().cuda()\n"
+        "deeper = Deeper().to('cuda')\n"
+    )
+    assert codes(src, "DEV101") == [(29, "DEV101"), (30, "DEV101"), (31, "DEV101"), (32, "DEV101")]
+
+
 def test_a_long_try_whose_handler_gives_up_guards_nothing():
     body = "".join(f"        step{i}()\n" for i in range(6))
     src = (
@@ -489,3 +528,18 @@ def test_a_device_keyword_that_places_nothing_is_no_cuda_placement():
     )
     assert codes(src, "DEV101") == [(4, "DEV101")]
     assert codes(src, "DEV107") == [(2, "DEV107")]
+
+
+def test_a_cuda_type_reached_through_a_name_on_every_path_is_the_legacy_type():
+    src = (
+        "import torch\n"
+        "def cast(x, half, cuda):\n"
+        "    both = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor\n"
+        "    x.type(both)\n"  # 4: CUDA either way
+        "    alias = both\n"
+        "    alias(2)\n"  # 6: through two names
+        "    either = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
+        "    x.type(either)\n"  # the CPU type on the other path: the flag picks the device
+        "    either(2)\n"
+    )
+    assert codes(src, "DEV106") == [(4, "DEV106"), (6, "DEV106")]

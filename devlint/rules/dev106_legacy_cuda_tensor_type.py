@@ -74,9 +74,8 @@ class LegacyCudaTensorType(Rule):
         if qual is None and isinstance(node.func, cst.Name):
             # `Tensor = torch.cuda.FloatTensor`, then `Tensor(1, 3, 64, 64)`: an alias
             # certain to hold the CUDA type (not `... if cuda else torch.FloatTensor`).
-            source = bindings.certain_source(self.ctx, node.func)
-            aliased = self.ctx.qualify(source) if source is not None else None
-            if aliased in torchapi.LEGACY_CUDA_TENSOR_TYPES:
+            aliased = self._cuda_type(node.func)
+            if aliased is not None and not aliased.startswith("'"):
                 return f"{aliased}(...)"
         if qual == "torch.set_default_tensor_type":
             arg = _first(node) or keyword(node, "t")
@@ -91,9 +90,12 @@ class LegacyCudaTensorType(Rule):
             return f".type({name})" if name else None
         return None
 
-    def _cuda_type(self, arg: Optional[cst.BaseExpression]) -> Optional[str]:
-        """`torch.cuda.FloatTensor` or the string `'torch.cuda.FloatTensor'`."""
-        if arg is None:
+    def _cuda_type(self, arg: Optional[cst.BaseExpression], depth: int = 0) -> Optional[str]:
+        """`torch.cuda.FloatTensor` or the string `'torch.cuda.FloatTensor'`, also
+        through a name certain to hold one (`tt = torch.cuda.FloatTensor`) and a
+        choice between two of them (`torch.cuda.HalfTensor if half else
+        torch.cuda.FloatTensor`); not a choice with a CPU type in it."""
+        if arg is None or depth > 3:
             return None
         qual = self.ctx.qualify(arg)
         if qual in torchapi.LEGACY_CUDA_TENSOR_TYPES:
@@ -101,6 +103,11 @@ class LegacyCudaTensorType(Rule):
         text = string_value(arg)
         if text in torchapi.LEGACY_CUDA_TENSOR_TYPES:
             return repr(text)
+        if isinstance(arg, cst.IfExp):
+            chosen = self._cuda_type(arg.body, depth + 1)
+            return chosen if chosen is not None and self._cuda_type(arg.orelse, depth + 1) is not None else None
+        if qual is None and isinstance(arg, cst.Name):
+            return self._cuda_type(bindings.certain_source(self.ctx, arg), depth + 1)
         return None
 
 

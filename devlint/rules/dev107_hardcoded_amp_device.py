@@ -16,7 +16,8 @@ class HardcodedAmpDevice(Rule):
     Flags mixed precision tied to CUDA: the deprecated
     `torch.cuda.amp.autocast()` / `torch.cuda.amp.GradScaler()`, and
     `torch.autocast("cuda")` / `torch.amp.GradScaler("cuda")` with a literal
-    device that no `torch.cuda.is_available()` check guards.
+    device — or `torch.amp.GradScaler()` with none, whose device defaults to
+    `"cuda"` — that no `torch.cuda.is_available()` check guards.
 
     ## Why is this bad?
     Without a GPU, autocast and the gradient scaler switch themselves off
@@ -59,6 +60,7 @@ class HardcodedAmpDevice(Rule):
     code = "DEV107"
     name = "hardcoded-amp-device"
     message = "`{what}` is hardcoded to CUDA: without a GPU mixed precision silently switches off"
+    default_message = "`{what}` defaults to CUDA: without a GPU the scaler silently switches off; pass `device.type`"
     deprecated_message = "`{what}` is deprecated and hardcoded to CUDA: use `torch.amp.{cls}(device.type, ...)`"
     claim = Claim(
         backends=("no-accel",),
@@ -83,6 +85,12 @@ class HardcodedAmpDevice(Rule):
         if device_keyword is None:
             return
         target = keyword(node, device_keyword) or _first(node)
+        if target is None and device_keyword == "device" and not any(a.star for a in node.args):
+            # `torch.amp.GradScaler()`: its device defaults to "cuda".
+            if _enabled_by_default(node):
+                what = f"{_public_name(qual)}()"
+                self.report(node, self.default_message.format(what=what), condition=self.ctx.unguarded())
+            return
         device = self.ctx.device_of(target) if target is not None else None
         if device is None or not device.hardcoded("cuda") or not _enabled_by_default(node):
             return

@@ -244,6 +244,101 @@ def _scan_attributes(info: ClassInfo) -> ClassAttributes:
     return ClassAttributes(attrs, custom, dynamic)
 
 
+# -- classes that hold no tensors -----------------------------------------------------
+
+# Tensor methods that return a tensor, never the module a module method would
+# (`.float()`, `.cuda()`, `.to()` on a module return the module: not here).
+_TENSOR_ONLY_RESULTS = frozenset(
+    "detach clone view reshape unsqueeze squeeze t transpose permute flatten expand repeat mean sum "
+    "contiguous exp log sqrt abs pow mul add sub div matmul softmax".split()
+)
+_PLAIN_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "Tensor", "torch.Tensor"})
+
+
+def holds_no_state(ctx: "Context", info: ClassInfo, _depth: int = 0) -> bool:
+    """A module class of this file with no parameters, buffers or submodules:
+    a direct `nn.Module` subclass (or of such a class) whose methods store on
+    `self` only numbers, strings and plain tensors (`self.lowers =
+    torch.linspace(0, 1, 16)[:-1]`, `self.target = target.detach()`), and
+    register nothing. `.cuda()` and `.to(device)` of it move nothing."""
+    cached = info.facts.get("holds-no-state")
+    if cached is None:
+        cached = info.facts["holds-no-state"] = _depth < 4 and _holds_no_state(ctx, info, _depth)
+    return bool(cached)
+
+
+def _holds_no_state(ctx: "Context", info: ClassInfo, depth: int) -> bool:
+    if not info.is_module or not info.bases:
+        return False
+    for base in info.bases:
+        local = ctx.classes.get(base)
+        if base != "torch.nn.Module" and not (local is not None and holds_no_state(ctx, local, depth + 1)):
+            return False
+    for stmt in info.node.body.body:  # class-level state: `weight = nn.Parameter(...)`
+        if type(stmt) is cst.SimpleStatementLine and any(type(s) in (cst.Assign, cst.AnnAssign) for s in stmt.body):
+            return False
+    found = attributes(info)
+    if found.custom_move or found.dynamic_registration:
+        return False
+    table = methods(info)
+    for facts in found.attrs.values():
+        if facts.registered:
+            return False
+        for method_name, value in facts.assigned_in:
+            method = table.get(method_name)
+            if value is None or method is None or not _plain_value(ctx, value, method, 0):
+                return False
+    return True
+
+
+def _plain_value(ctx: "Context", expr: cst.BaseExpression, method: cst.FunctionDef, depth: int) -> bool:
+    """A number, a string or a plain tensor, as the method computes it."""
+    kind = type(expr)
+    if kind in (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+        return True
+    if depth > 4:
+        return False
+    if kind is cst.Name:
+        if expr.value in ("True", "False", "None"):  # type: ignore[attr-defined]
+            return True
+        sites = bindings.scan(ctx, method).sites.get(expr.value, [])  # type: ignore[attr-defined]
+        if not sites:
+            return False
+        for site in sites:
+            if site.kind == "param":  # a number or a tensor by its annotation or default
+                annotation = dotted(site.annotation.annotation) if site.annotation is not None else None
+                default = site.value
+                if annotation not in _PLAIN_ANNOTATIONS and not (
+                    default is not None and type(default) in (cst.Integer, cst.Float, cst.SimpleString)
+                ):
+                    return False
+            elif site.kind not in ("assign", "annassign") or site.value is None:
+                return False  # unpacked, a loop's, a `with`'s: not followed
+            elif not _plain_value(ctx, site.value, method, depth + 1):
+                return False
+        return True
+    if kind in (cst.Tuple, cst.List):
+        return all(
+            type(e) is cst.Element and _plain_value(ctx, e.value, method, depth + 1) for e in expr.elements  # type: ignore[attr-defined]
+        )
+    if kind is cst.Subscript:
+        return _plain_value(ctx, expr.value, method, depth + 1)  # type: ignore[attr-defined]
+    if kind is cst.BinaryOperation:
+        return _plain_value(ctx, expr.left, method, depth + 1) and _plain_value(ctx, expr.right, method, depth + 1)  # type: ignore[attr-defined]
+    if kind is cst.UnaryOperation:
+        return _plain_value(ctx, expr.expression, method, depth + 1)  # type: ignore[attr-defined]
+    if kind is cst.Call:
+        func = expr.func  # type: ignore[attr-defined]
+        qual = ctx.qualify(func)
+        if qual is not None:
+            # `torch.linspace(...)`, `torch.tensor(...)`, `F.normalize(...)`; not `nn.Linear(...)`.
+            return qual.startswith("torch.") and (
+                not qual.startswith("torch.nn.") or qual.startswith("torch.nn.functional.")
+            ) and qual not in ("torch.Generator",)
+        return type(func) is cst.Attribute and func.attr.value in _TENSOR_ONLY_RESULTS
+    return False
+
+
 # -- small syntax helpers ------------------------------------------------------------
 
 

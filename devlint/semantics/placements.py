@@ -136,6 +136,11 @@ def _holds_no_tensors(ctx: "Context", receiver: cst.BaseExpression) -> bool:
     with no parameters or buffers. Not a loss given a `weight` (a buffer)."""
     value = ctx.value_of(receiver)
     qual = value.cls if value.is_module else None
+    local = ctx.classes.get(qual) if qual is not None else None
+    if local is not None:
+        # A module class of this file that holds no tensors (`class ECE(nn.Module)`
+        # keeping plain tensors), made here: nothing to move.
+        return classes.holds_no_state(ctx, local) and _built_by(ctx, receiver, qual)  # type: ignore[arg-type]
     if qual is None or not qual.startswith("torch.nn."):
         return False
     last = qual.rsplit(".", 1)[-1]
@@ -160,6 +165,22 @@ def _holds_no_tensors(ctx: "Context", receiver: cst.BaseExpression) -> bool:
         ]
         return len(made) == 1 and _built_without_state(made[0])
     return _built_without_state(_unmoved(receiver))
+
+
+def _built_by(ctx: "Context", receiver: cst.BaseExpression, cls: str) -> bool:
+    """Is `receiver` certainly an instance of the file's class `cls`: built
+    inline (`ECE().cuda()`), or a name every binding of which builds one."""
+    def builds(expr: cst.BaseExpression) -> bool:
+        expr = _unmoved(expr)
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == cls
+
+    if isinstance(receiver, cst.Name):
+        made = [
+            v for v in bindings.assigned_expressions(ctx, receiver)
+            if not (isinstance(_unmoved(v), cst.Name) and _unmoved(v).value == receiver.value)  # type: ignore[attr-defined]
+        ]
+        return bool(made) and all(builds(v) for v in made)
+    return builds(receiver)
 
 
 def _unmoved(expr: cst.BaseExpression) -> cst.BaseExpression:
