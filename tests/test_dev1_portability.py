@@ -543,3 +543,32 @@ def test_a_cuda_type_reached_through_a_name_on_every_path_is_the_legacy_type():
         "    either(2)\n"
     )
     assert codes(src, "DEV106") == [(4, "DEV106"), (6, "DEV106")]
+
+
+def test_cuda_of_each_module_of_a_list_that_holds_no_tensors_asks_nothing_of_cuda():
+    src = (
+        "import torch\n"
+        "from torch import nn\n"
+        "\n"
+        "\n"
+        "class StyleLoss(nn.Module):\n"
+        "    def forward(self, inputs, targets):\n"
+        "        return nn.MSELoss()(inputs, targets)\n"
+        "\n"
+        "\n"
+        "def build(make):\n"
+        "    loss_fns = [StyleLoss()] * 5 + [nn.MSELoss()]\n"
+        "    loss_fns = [fn.cuda() for fn in loss_fns]\n"
+        "    mixed = [StyleLoss(), nn.Linear(2, 2)]\n"
+        "    mixed = [m.cuda() for m in mixed]\n"
+        "    for m in make():\n"
+        "        m.cuda()\n"
+        "    for x in [x]:\n"
+        "        x.cuda()\n"
+        "    criterion = nn.BCELoss()\n"
+        "    for c in [criterion, nn.L1Loss()]:\n"
+        "        c.cuda()\n"
+        "    return loss_fns\n"
+    )
+    # The mixed list, an unknown iterable and a self-referring loop keep their findings.
+    assert codes(src, "DEV101") == [(14, "DEV101"), (16, "DEV101"), (18, "DEV101")]

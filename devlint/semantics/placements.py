@@ -136,6 +136,14 @@ def _holds_no_tensors(ctx: "Context", receiver: cst.BaseExpression) -> bool:
     with no parameters or buffers. Not a loss given a `weight` (a buffer)."""
     value = ctx.value_of(receiver)
     qual = value.cls if value.is_module else None
+    if qual is None and isinstance(receiver, cst.Name):
+        # `for fn in losses: fn.cuda()`, `[fn.cuda() for fn in losses]` over a list
+        # of modules that each hold none (`[StyleLoss()] * 5 + [nn.MSELoss()]`).
+        elements = _iterated_list(ctx, receiver)
+        return bool(elements) and all(
+            not (type(e) is cst.Name and e.value == receiver.value) and _holds_no_tensors(ctx, e)  # type: ignore[attr-defined]
+            for e in elements
+        )
     local = ctx.classes.get(qual) if qual is not None else None
     if local is not None:
         # A module class of this file that holds no tensors (`class ECE(nn.Module)`
@@ -165,6 +173,40 @@ def _holds_no_tensors(ctx: "Context", receiver: cst.BaseExpression) -> bool:
         ]
         return len(made) == 1 and _built_without_state(made[0])
     return _built_without_state(_unmoved(receiver))
+
+
+def _iterated_list(ctx: "Context", name: cst.Name) -> list[cst.BaseExpression]:
+    """The elements of the list literal that the loop or comprehension around
+    the walk iterates with `name` as its whole target: `[a, b]`, `[a] * 5 + [b]`,
+    or a name certain to hold one. Nothing when unknown."""
+    for node in reversed(ctx.stack):
+        if type(node) in (cst.ListComp, cst.GeneratorExp, cst.SetComp):
+            target, iterable = node.for_in.target, node.for_in.iter  # type: ignore[attr-defined]
+        elif type(node) is cst.For:
+            target, iterable = node.target, node.iter  # type: ignore[attr-defined]
+        elif type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            return []
+        else:
+            continue
+        if type(target) is cst.Name and target.value == name.value:
+            if type(iterable) is cst.Name:
+                iterable = bindings.certain_source(ctx, iterable)
+            return _list_elements(iterable) if iterable is not None else []
+    return []
+
+
+def _list_elements(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if type(expr) is cst.List:
+        found = [e.value for e in expr.elements]  # type: ignore[attr-defined]
+        return [] if any(type(e) is cst.StarredElement for e in expr.elements) else found  # type: ignore[attr-defined]
+    if type(expr) is cst.BinaryOperation:
+        op = type(expr.operator)  # type: ignore[attr-defined]
+        if op is cst.Add:
+            left, right = _list_elements(expr.left), _list_elements(expr.right)  # type: ignore[attr-defined]
+            return left + right if left and right else []
+        if op is cst.Multiply:  # `[m] * 5`
+            return _list_elements(expr.left) or _list_elements(expr.right)  # type: ignore[attr-defined]
+    return []
 
 
 def _built_by(ctx: "Context", receiver: cst.BaseExpression, cls: str) -> bool:
