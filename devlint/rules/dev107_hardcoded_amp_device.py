@@ -85,17 +85,18 @@ class HardcodedAmpDevice(Rule):
         if device_keyword is None:
             return
         target = keyword(node, device_keyword) or _first(node)
-        if target is None and device_keyword == "device" and not any(a.star for a in node.args):
-            # `torch.amp.GradScaler()`: its device defaults to "cuda".
-            if _enabled_by_default(node):
-                what = f"{_public_name(qual)}()"
-                self.report(node, self.default_message.format(what=what), condition=self.ctx.unguarded())
-            return
-        device = self.ctx.device_of(target) if target is not None else None
-        if device is None or not device.hardcoded("cuda") or not _enabled_by_default(node):
-            return
-        what = f'{_public_name(qual)}("cuda")'
-        self.report(node, self.message.format(what=what), condition=self.ctx.unguarded())
+        if target is None:
+            # `torch.amp.GradScaler()`: its device defaults to "cuda" (autocast has no default).
+            if device_keyword != "device" or any(a.star for a in node.args):
+                return
+            message, what = self.default_message, f"{_public_name(qual)}()"
+        else:
+            device = self.ctx.device_of(target)
+            if device is None or not device.hardcoded("cuda"):
+                return
+            message, what = self.message, f'{_public_name(qual)}("cuda")'
+        if _enabled_by_default(node):
+            self.report(node, message.format(what=what), condition=self.ctx.unguarded())
 
 
 def _first(call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -130,7 +130,7 @@ class TensorAttributeNotBuffer(Rule):
             if residence.host_factory(self.ctx, expr):
                 return True
             qual = self.ctx.qualify(expr.func)
-            if qual in _PLAIN_WRAPPERS:
+            if qual in torchapi.PLAIN_TENSOR_WRAPPERS:
                 # `Variable(torch.FloatTensor(mean))`: a no-op since torch 0.4, a plain tensor.
                 args = [a for a in expr.args if not a.star]
                 return len(args) == 1 and args[0].keyword is None and self._fresh_host_tensor(args[0].value)
@@ -193,10 +193,6 @@ class TensorAttributeNotBuffer(Rule):
         args = list(call.args)
         args[1] = args[1].with_changes(value=value.with_changes(lpar=[], rpar=[]) if _redundant_parens(value) else value)
         return self.fix("Register it as a non-persistent buffer", [(statement, cst.Expr(call.with_changes(args=args)))])
-
-
-# Wrappers that return a plain tensor (not `nn.Parameter`/`nn.Buffer`, which register it).
-_PLAIN_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 
 
 def _reshaped_self(expr: Optional[cst.BaseExpression], attr: str) -> bool:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 import libcst as cst
 
-from . import bindings
+from . import bindings, torchapi
 from .names import dotted
 from .scopes import ClassInfo
 from .tree import children
@@ -246,16 +246,10 @@ def _scan_attributes(info: ClassInfo) -> ClassAttributes:
 
 # -- classes that hold no tensors -----------------------------------------------------
 
-# Tensor methods that return a tensor, never the module a module method would
-# (`.float()`, `.cuda()`, `.to()` on a module return the module: not here).
-_TENSOR_ONLY_RESULTS = frozenset(
-    "detach clone view reshape unsqueeze squeeze t transpose permute flatten expand repeat mean sum "
-    "contiguous exp log sqrt abs pow mul add sub div matmul softmax".split()
-)
 _PLAIN_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "Tensor", "torch.Tensor"})
 
 
-def holds_no_state(ctx: "Context", info: ClassInfo, _depth: int = 0) -> bool:
+def holds_no_state(ctx: "Context", info: ClassInfo) -> bool:
     """A module class of this file with no parameters, buffers or submodules:
     a direct `nn.Module` subclass (or of such a class) whose methods store on
     `self` only numbers, strings and plain tensors (`self.lowers =
@@ -263,16 +257,17 @@ def holds_no_state(ctx: "Context", info: ClassInfo, _depth: int = 0) -> bool:
     register nothing. `.cuda()` and `.to(device)` of it move nothing."""
     cached = info.facts.get("holds-no-state")
     if cached is None:
-        cached = info.facts["holds-no-state"] = _depth < 4 and _holds_no_state(ctx, info, _depth)
+        info.facts["holds-no-state"] = False  # while it is asked: a class among its own bases holds state
+        cached = info.facts["holds-no-state"] = _holds_no_state(ctx, info)
     return bool(cached)
 
 
-def _holds_no_state(ctx: "Context", info: ClassInfo, depth: int) -> bool:
+def _holds_no_state(ctx: "Context", info: ClassInfo) -> bool:
     if not info.is_module or not info.bases:
         return False
     for base in info.bases:
         local = ctx.classes.get(base)
-        if base != "torch.nn.Module" and not (local is not None and holds_no_state(ctx, local, depth + 1)):
+        if base != "torch.nn.Module" and not (local is not None and holds_no_state(ctx, local)):
             return False
     for stmt in info.node.body.body:  # class-level state: `weight = nn.Parameter(...)`
         if type(stmt) is cst.SimpleStatementLine and any(type(s) in (cst.Assign, cst.AnnAssign) for s in stmt.body):
@@ -335,7 +330,7 @@ def _plain_value(ctx: "Context", expr: cst.BaseExpression, method: cst.FunctionD
             return qual.startswith("torch.") and (
                 not qual.startswith("torch.nn.") or qual.startswith("torch.nn.functional.")
             ) and qual not in ("torch.Generator",)
-        return type(func) is cst.Attribute and func.attr.value in _TENSOR_ONLY_RESULTS
+        return type(func) is cst.Attribute and func.attr.value in torchapi.TENSOR_ONLY_RESULTS
     return False
 
 

@@ -55,9 +55,7 @@ def callee(ctx: "Context", call: cst.Call) -> Optional[tuple[str, cst.FunctionDe
         return (f"self.{func.attr.value}", found) if found is not None else None
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
         # `replay.add_batch(x, y)` after `replay = ReplayBuffer(...)`, a class of this file.
-        if func.attr.value not in loops.defined_function_names(ctx):
-            return None  # cheap: most method calls are not of this file
-        owner = loops.instance_class(ctx, func.value)
+        owner = loops.method_owner(ctx, func)
         found = classes.methods(ctx.classes[owner]).get(func.attr.value) if owner is not None else None
         return (f"{func.value.value}.{func.attr.value}", found) if found is not None else None
     return None

@@ -128,9 +128,7 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
         name = f"{cls.name}.self.{func.attr.value}"
     elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
         # `trainer.update(batch)` after `trainer = Trainer(model)`, a class of this file
-        if func.attr.value not in defined_function_names(ctx):
-            return None
-        owner = instance_class(ctx, func.value)
+        owner = method_owner(ctx, func)
         if owner is None:
             return None
         name = f"{owner}.self.{func.attr.value}"
@@ -146,6 +144,15 @@ def step_call(ctx: "Context", call: cst.Call) -> Optional[tuple[str, Loop]]:
         if isinstance(node, (cst.For, cst.While)) and stack[i + 1] is node.body:
             return None if periodic(ctx, node) else (name, node)
     return None
+
+
+def method_owner(ctx: "Context", func: cst.Attribute) -> Optional[str]:
+    """The class of this file whose method `obj.method` is, `obj` being certainly
+    an instance of it (`trainer = Trainer(model)`). Cheap first: most method
+    names are not defined in the file."""
+    if not isinstance(func.value, cst.Name) or func.attr.value not in defined_function_names(ctx):
+        return None
+    return instance_class(ctx, func.value)
 
 
 def instance_class(ctx: "Context", name: cst.Name) -> Optional[str]:

@@ -156,11 +156,7 @@ def _holds_no_tensors(ctx: "Context", receiver: cst.BaseExpression) -> bool:
         return False
     if isinstance(receiver, cst.Name):
         # `criterion = nn.CrossEntropyLoss().cuda()`, then `criterion = criterion.cuda()` in a loop.
-        name = receiver.value
-        made = [
-            _unmoved(value) for value in bindings.assigned_expressions(ctx, receiver)
-            if not (isinstance(_unmoved(value), cst.Name) and _unmoved(value).value == name)  # type: ignore[attr-defined]
-        ]
+        made = _made_as(ctx, receiver)
         return bool(made) and all(_built_without_state(m) for m in made)
     if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
         # `self.criterion = nn.L1Loss()` (and `self.criterion = self.criterion.cuda()`).
@@ -213,16 +209,18 @@ def _built_by(ctx: "Context", receiver: cst.BaseExpression, cls: str) -> bool:
     """Is `receiver` certainly an instance of the file's class `cls`: built
     inline (`ECE().cuda()`), or a name every binding of which builds one."""
     def builds(expr: cst.BaseExpression) -> bool:
-        expr = _unmoved(expr)
         return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == cls
 
     if isinstance(receiver, cst.Name):
-        made = [
-            v for v in bindings.assigned_expressions(ctx, receiver)
-            if not (isinstance(_unmoved(v), cst.Name) and _unmoved(v).value == receiver.value)  # type: ignore[attr-defined]
-        ]
-        return bool(made) and all(builds(v) for v in made)
-    return builds(receiver)
+        made = _made_as(ctx, receiver)
+        return bool(made) and all(builds(m) for m in made)
+    return builds(_unmoved(receiver))
+
+
+def _made_as(ctx: "Context", name: cst.Name) -> list[cst.BaseExpression]:
+    """What the bindings of `name` build, moves stripped; not `m = m.cuda()`."""
+    made = (_unmoved(value) for value in bindings.assigned_expressions(ctx, name))
+    return [m for m in made if not (isinstance(m, cst.Name) and m.value == name.value)]
 
 
 def _unmoved(expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -95,13 +95,18 @@ DEVICE_KEYWORD_NOT_PLACING = frozenset(
         "torch.cuda.max_memory_cached",
     }
 )
+# `Variable(t)`: a no-op since torch 0.4, a plain tensor (nothing registers it).
+PLAIN_TENSOR_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # Wrappers that return their tensor argument's data, where it already lives:
-# `nn.Parameter(t)`, `Variable(t)` (a no-op since torch 0.4).
-WRAPPING_CONSTRUCTORS = frozenset(
-    {
-        "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer",
-        "torch.autograd.Variable", "torch.autograd.variable.Variable",
-    }
+# `nn.Parameter(t)`, `Variable(t)`.
+WRAPPING_CONSTRUCTORS = PLAIN_TENSOR_WRAPPERS | frozenset(
+    {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.nn.parameter.Buffer"}
+)
+# Tensor methods whose result is a tensor, never the module that a module's
+# method of the same name returns (`.float()`, `.cuda()`, `.to()`: not here).
+TENSOR_ONLY_RESULTS = frozenset(
+    "detach clone view reshape unsqueeze squeeze t transpose permute flatten expand repeat mean sum "
+    "contiguous exp log sqrt abs pow mul add sub div matmul softmax".split()
 )
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.Container"})
 
