@@ -14,13 +14,14 @@ import warnings
 from collections import Counter
 from contextlib import contextmanager
 from functools import lru_cache
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .diagnostics import Diagnostic, Edit, Fix, Location
+from .indentation import ExpandedIndent, expand_indent_tabs
 from .rule import Report, Rule
 from .semantics import Context
 from .semantics.tree import FIELDS, NODE_TYPES, child_fields, is_node
@@ -237,12 +238,17 @@ def lint_source(text: str, filename: str, rules: Sequence[type[Rule]], prefilter
 def _parse_and_walk(text: str, result: FileResult, active: Sequence[type[Rule]]) -> FileResult:
     filename = result.filename
     WORK["parses"] += 1
+    expanded: Optional[ExpandedIndent] = None
     try:
         module = parse_module(text)
     except cst.ParserSyntaxError as exc:
-        line, col, message = _syntax_error_position(text, exc)
-        result.diagnostics.append(_diagnostic(SYNTAX_ERROR, message, filename, line, col, line, col))
-        return result
+        expanded = _readable_copy(text)
+        if expanded is None:
+            line, col, message = _syntax_error_position(text, exc)
+            result.diagnostics.append(_diagnostic(SYNTAX_ERROR, message, filename, line, col, line, col))
+            return result
+        text = expanded.text
+        module = parse_module(text)
     except RecursionError:
         result.diagnostics.append(_diagnostic(SYNTAX_ERROR, "file is nested too deeply to parse", filename, 1, 1, 1, 1))
         return result
@@ -272,7 +278,35 @@ def _parse_and_walk(text: str, result: FileResult, active: Sequence[type[Rule]])
     if reports:
         result.diagnostics = _positioned(module, reports, filename)
         result.diagnostics = suppression.filter_noqa(text, result.diagnostics)
+        if expanded is not None:
+            result.diagnostics = [_in_original(d, expanded) for d in result.diagnostics]
     return result
+
+
+def _readable_copy(text: str) -> Optional[ExpandedIndent]:
+    """For a file libcst refuses: a copy with its indentation's tabs expanded,
+    if CPython compiles the file and libcst parses the copy."""
+    if "\t" not in text or _compile_error(text) is not None:
+        return None
+    expanded = expand_indent_tabs(text)
+    if expanded is None:
+        return None
+    try:
+        parse_module(expanded.text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+    return expanded
+
+
+def _in_original(diagnostic: Diagnostic, expanded: ExpandedIndent) -> Diagnostic:
+    """A finding of the tab-expanded copy, placed in the original file. Its
+    fix is dropped: the fix's text was written for the copy's indentation."""
+    return replace(
+        diagnostic,
+        start=expanded.original(diagnostic.start),
+        end=expanded.original(diagnostic.end),
+        fix=None,
+    )
 
 
 _NUL_MESSAGE = "SyntaxError: source code cannot contain null bytes"
@@ -319,7 +353,11 @@ def _syntax_error_position(text: str, exc: cst.ParserSyntaxError) -> tuple[int, 
     nul = _nul_position(text)
     if nul is not None:
         return (*nul, _NUL_MESSAGE)
-    return max(exc.raw_line, 1), exc.raw_column + 1, f"SyntaxError: {exc.message}"
+    if error is None:
+        message = f"devlint's parser (libcst) cannot read this file, though Python compiles it: {exc.message}"
+    else:
+        message = f"SyntaxError: {exc.message}"
+    return max(exc.raw_line, 1), exc.raw_column + 1, message
 
 
 def _positioned(module: cst.Module, reports: list[Report], filename: str) -> list[Diagnostic]:

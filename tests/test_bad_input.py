@@ -21,6 +21,8 @@ from typing import Optional
 import pytest
 
 from cli_run import devlint
+from devlint.diagnostics import Location
+from devlint.indentation import expand_indent_tabs
 
 FINDING = "x = torch.ones(1).cuda()"  # DEV101 at column 5
 GOOD = f"import torch\n{FINDING}\n"
@@ -84,6 +86,42 @@ def test_python2_code_is_dev000_on_its_line(tmp_path):
     for name, (_, message) in PYTHON2.items():
         (hit,) = [l for l in out.stdout.splitlines() if l.startswith(name)]
         assert hit.startswith(f"{name}:2:") and "DEV000" in hit and message in hit, hit
+
+
+# Tabs after spaces, consistent for CPython (tab stops every 8 columns), which
+# libcst's tokenizer refuses ("no matching outer block for dedent").
+MIXED_TABS = (
+    "import torch\n"
+    "class A:\n"
+    "  \tdef f(self):\n"
+    '    \t\tdoc = """\n'
+    "\t\tkept\n"
+    '\t\t"""\n'
+    "    \t\treturn torch.ones(2).cuda()\n"
+)
+
+
+def test_tab_indentation_python_reads_is_linted_in_place(tmp_path):
+    path = write(tmp_path, "tabs.py", MIXED_TABS)
+    out = lint(tmp_path, "tabs.py")
+    assert out.returncode == 1 and out.stderr == ""
+    # Column 14 of the original line: four spaces and two tabs are six characters.
+    assert "tabs.py:7:14: DEV101" in out.stdout and "DEV000" not in out.stdout
+    fixed = devlint("--no-cache", "--output-format", "concise", "--fix", "--unsafe-fixes", "tabs.py", cwd=tmp_path)
+    assert fixed.returncode == 1 and "tabs.py:7:14: DEV101" in fixed.stdout, fixed.stdout + fixed.stderr
+    # The fix was written for the expanded copy's indentation: not applied.
+    assert path.read_text() == MIXED_TABS
+
+
+def test_expanding_indent_tabs_keeps_strings_and_maps_columns_back():
+    expanded = expand_indent_tabs(MIXED_TABS)
+    assert expanded is not None
+    lines = expanded.text.splitlines()
+    assert lines[2] == "        def f(self):" and lines[6].startswith(" " * 16 + "return")
+    assert lines[4:6] == ["\t\tkept", '\t\t"""']  # inside the string: its value
+    assert expanded.original(Location(7, 24)) == Location(7, 14)
+    assert expanded.original(Location(1, 5)) == Location(1, 5)
+    assert expand_indent_tabs("import torch\nx = 1\n") is None
 
 
 # ---------------------------------------------------------------- encodings and newlines
