@@ -485,16 +485,32 @@ def test_cuda_of_a_module_class_of_the_file_that_holds_no_tensors_asks_nothing_o
         "        self.fc = nn.Linear(2, 2)\n"
         "class Deeper(Layer):\n"
         "    pass\n"
+        "class Reward(nn.Module):\n"  # submodules that hold nothing either
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.log_softmax = nn.LogSoftmax(dim=1)\n"
+        "        self.ece = ECE()\n"
+        "class Weighted(nn.Module):\n"  # a loss whose first argument is its weight
+        "    def __init__(self, w):\n"
+        "        super().__init__()\n"
+        "        self.nll = nn.NLLLoss(w)\n"
+        "class Holder(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layer = Layer()\n"
     )
     src = classes + (
-        "ece = ECE().cuda()\n"  # line 27
+        "ece = ECE().cuda()\n"  # line 40
         "content = Content(torch.ones(2)).cuda()\n"
         "wrapped = Wrapped(nn.Linear(2, 2)).cuda()\n"
         "buffered = Buffered().cuda()\n"
         "layer = Layer().cuda()\n"
         "deeper = Deeper().to('cuda')\n"
+        "reward = Reward().cuda()\n"
+        "weighted = Weighted(torch.ones(3)).cuda()\n"
+        "holder = Holder().cuda()\n"
     )
-    assert codes(src, "DEV101") == [(29, "DEV101"), (30, "DEV101"), (31, "DEV101"), (32, "DEV101")]
+    assert codes(src, "DEV101") == [(42, "DEV101"), (43, "DEV101"), (44, "DEV101"), (45, "DEV101"), (47, "DEV101"), (48, "DEV101")]
 
 
 def test_a_long_try_whose_handler_gives_up_guards_nothing():

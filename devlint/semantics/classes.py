@@ -250,11 +250,12 @@ _PLAIN_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "Tensor", "torch.
 
 
 def holds_no_state(ctx: "Context", info: ClassInfo) -> bool:
-    """A module class of this file with no parameters, buffers or submodules:
-    a direct `nn.Module` subclass (or of such a class) whose methods store on
-    `self` only numbers, strings and plain tensors (`self.lowers =
-    torch.linspace(0, 1, 16)[:-1]`, `self.target = target.detach()`), and
-    register nothing. `.cuda()` and `.to(device)` of it move nothing."""
+    """A module class of this file with no parameters or buffers: a direct
+    `nn.Module` subclass (or of such a class) whose methods store on `self`
+    only numbers, strings, plain tensors (`self.lowers = torch.linspace(0, 1,
+    16)[:-1]`, `self.target = target.detach()`) and submodules that hold none
+    (`self.log_softmax = nn.LogSoftmax(dim=1)`), and register nothing.
+    `.cuda()` and `.to(device)` of it move nothing."""
     cached = info.facts.get("holds-no-state")
     if cached is None:
         info.facts["holds-no-state"] = False  # while it is asked: a class among its own bases holds state
@@ -281,9 +282,32 @@ def _holds_no_state(ctx: "Context", info: ClassInfo) -> bool:
             return False
         for method_name, value in facts.assigned_in:
             method = table.get(method_name)
-            if value is None or method is None or not _plain_value(ctx, value, method, 0):
+            if value is None or method is None:
+                return False
+            if not (_plain_value(ctx, value, method, 0) or _stateless_submodule(ctx, value)):
                 return False
     return True
+
+
+def _stateless_submodule(ctx: "Context", expr: cst.BaseExpression) -> bool:
+    """`nn.LogSoftmax(dim=1)`, `nn.MSELoss()`, `Sub()` of a local class that
+    holds no state: a submodule with nothing to move. Not a loss given a
+    weight, which its first positional argument may be (`nn.NLLLoss(w)`)."""
+    if type(expr) is not cst.Call:
+        return False
+    func = expr.func  # type: ignore[attr-defined]
+    local = ctx.classes.get(func.value) if type(func) is cst.Name else None
+    if local is not None:
+        return local.is_module and holds_no_state(ctx, local)
+    qual = ctx.qualify(func)
+    if qual is None or not qual.startswith("torch.nn."):
+        return False
+    last = qual.rsplit(".", 1)[-1]
+    if last not in STATELESS_NN_MODULES:
+        return False
+    if last.endswith("Loss") and any(a.keyword is None for a in expr.args):  # type: ignore[attr-defined]
+        return False
+    return not any(a.keyword is not None and a.keyword.value in _STATE_KEYWORDS for a in expr.args)  # type: ignore[attr-defined]
 
 
 def _plain_value(ctx: "Context", expr: cst.BaseExpression, method: cst.FunctionDef, depth: int) -> bool:
