@@ -46,6 +46,8 @@ class UnguardedCuda(Rule):
       `use_cuda = torch.cuda.is_available()`, or of `if torch.cuda.is_available()
       and args.ddp:`), the body of `if not torch.cuda.is_available():`, and
       what follows `if torch.cuda.is_available(): return ...`;
+    - a check of another backend: `"mps" if torch.backends.mps.is_available()
+      else "cuda"` falls back to CUDA unchecked;
     - a flag whose default is True (`use_gpu=True`, an argparse `--cuda`
       with `default=True`, also read as `self.opt.cuda`), and a switch that
       turns the GPU off, off by default (`use_cuda = not args.no_cuda`,

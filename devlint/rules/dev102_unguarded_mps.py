@@ -27,9 +27,11 @@ class UnguardedMps(Rule):
 
     The same guards as for CUDA silence the rule: an `if`, an early exit, a
     conditional expression, a flag assigned from `is_available()`, a device
-    the caller supplies, `torch.accelerator.is_available()`. A
-    `torch.device("mps")` that is never used to place anything allocates
-    nothing and is not flagged.
+    the caller supplies, `torch.accelerator.is_available()`. A check of
+    another backend is no guard for MPS: in `"cuda" if
+    torch.cuda.is_available() else "mps"` the `else` branch is taken wherever
+    CUDA is missing, on Apple silicon or not. A `torch.device("mps")` that is
+    never used to place anything allocates nothing and is not flagged.
 
     ## Example
     ```python

@@ -7,7 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
-from ..semantics import bindings, dataloading
+from ..semantics import bindings, dataloading, torchapi
 from ..semantics.placements import placement
 
 
@@ -30,9 +30,11 @@ class PinMemoryWithoutAccelerator(Rule):
     Traps that are not flagged: `pin_memory=torch.cuda.is_available()`,
     `pin_memory=use_cuda`, `pin_memory=args.pin_memory`, a keyword dict built
     under `if use_cuda:`, and any DataLoader inside a guarded branch. Nor is a
-    loader in a function that places data on CUDA unguarded (DEV101), or in
-    a file whose own module code (its `__main__` block included) does: it
-    cannot run without a GPU, and the pinning warning would only repeat that.
+    loader in a function that places data on an accelerator unguarded (CUDA:
+    DEV101, MPS: DEV102, as in `"cuda" if torch.cuda.is_available() else
+    "mps"`), or in a file whose own module code (its `__main__` block
+    included) does: it cannot run without one, and the pinning warning would
+    only repeat that.
 
     ## Example
     ```python
@@ -65,29 +67,29 @@ class PinMemoryWithoutAccelerator(Rule):
 
     def __init__(self, ctx, sink) -> None:
         super().__init__(ctx, sink)
-        # Per function (or the module): its hardcoded CUDA placements' "unguarded"
-        # conditions. Code that cannot run without a GPU gains nothing from a
-        # pinning warning; a helper beside it in the same file still may.
-        self._needs_cuda: dict[int, list] = {}
+        # Per function (or the module): its hardcoded accelerator placements'
+        # "unguarded" conditions. Code that cannot run without an accelerator gains
+        # nothing from a pinning warning; a helper beside it in the file still may.
+        self._needs_accelerator: dict[int, list] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         found = placement(self.ctx, node)
-        if found is not None and found.hardcoded("cuda"):
-            self._needs_cuda.setdefault(id(self.ctx.scopes[-1].node), []).append(self.ctx.unguarded())
+        if found is not None and any(found.hardcoded(t) for t in torchapi.ACCELERATOR_TYPES):
+            self._needs_accelerator.setdefault(id(self.ctx.scopes[-1].node), []).append(self.ctx.unguarded())
             return
         if not dataloading.is_dataloader(self.ctx, node):
             return
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "pin_memory" and _always_true(self.ctx, arg.value):
                 unguarded = self.ctx.unguarded()
-                needs_cuda = self._needs_cuda.setdefault(id(self.ctx.scopes[-1].node), [])
-                # The script's own top-level code (its main block included) too:
-                # if that needs CUDA unguarded, the file never runs without a GPU.
-                script_needs = self._needs_cuda.setdefault(id(self.ctx.scopes[0].node), [])
+                needs = self._needs_accelerator.setdefault(id(self.ctx.scopes[-1].node), [])
+                # The script's own top-level code (its main block included) too: if
+                # that needs an accelerator unguarded, the file never runs without one.
+                script_needs = self._needs_accelerator.setdefault(id(self.ctx.scopes[0].node), [])
                 self.report(
                     arg,
                     fix=self._fix(arg.value) if arg.value.value == "True" else None,
-                    condition=lambda: unguarded() and not any(crashes() for crashes in (*needs_cuda, *script_needs)),
+                    condition=lambda: unguarded() and not any(crashes() for crashes in (*needs, *script_needs)),
                 )
 
     def _fix(self, value: cst.Name) -> Optional[NodeFix]:

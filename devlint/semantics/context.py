@@ -634,6 +634,14 @@ class Context:
                 dtype = accelerators.pop() if len(accelerators) == 1 else None
             # `"cuda:4" if torch.cuda.is_available() else "cpu"`: the type is chosen,
             # but the accelerator branch's ordinal is still hardcoded (DEV104).
+            fallback = orelse.device
+            if (
+                guarded and fallback is not None and fallback.literal and fallback.is_accelerator
+                and type(expr.test) is cst.Call
+                and torchapi.PROBED_TYPE.get(self.qualify(expr.test.func) or "", fallback.type) != fallback.type
+            ):
+                # `"cuda" if torch.cuda.is_available() else "mps"`: without CUDA, MPS unchecked.
+                return Value(kind, Device(fallback.type, fallback.index, literal=True))
             indices = {v.device.index for v in (body, orelse) if v.device is not None and v.device.is_accelerator}
             index = indices.pop() if dtype is None and len(indices) == 1 else None
             if index is not None and guards.mentions_device_count(self, expr.test):

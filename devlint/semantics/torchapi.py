@@ -164,6 +164,15 @@ DEVICE_TYPES = frozenset(
 )
 ACCELERATOR_TYPES = frozenset({"cuda", "mps", "xpu", "hip"})
 
+# The backend a probe asks about: in `"cuda" if torch.cuda.is_available() else
+# "mps"` the `else` branch is taken wherever CUDA is missing, MPS or not.
+PROBED_TYPE = {
+    "torch.cuda.is_available": "cuda",
+    "torch.backends.mps.is_available": "mps",
+    "torch.mps.is_available": "mps",
+    "torch.xpu.is_available": "xpu",
+}
+
 # A device string torch parses: type, optional ':index'.
 DEVICE_STRING = re.compile(r"^(?P<type>[a-z_]+)(?::(?P<index>\d+))?$")
 
