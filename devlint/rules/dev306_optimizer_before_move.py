@@ -6,6 +6,7 @@ from ..claims import Claim
 from ..rule import Rule
 from ..semantics import events, optimizers
 from ..semantics.names import dotted
+from ..semantics.tree import exclusive_branches
 
 # torch.optim classes that create their state at the first `step()`.
 _LAZY_STATE = frozenset(
@@ -70,27 +71,29 @@ class OptimizerBeforeMove(Rule):
 
     def __init__(self, ctx, sink) -> None:
         super().__init__(ctx, sink)
-        self._bound: dict[int, str] = {}  # optimizer call -> the name it is stored in
-        self._loaded: set[str] = set()  # names whose `load_state_dict` ran so far
+        # optimizer call -> the name it is stored in, and the statement's ancestors
+        self._bound: dict[int, tuple[str, tuple[cst.CSTNode, ...]]] = {}
+        # names whose `load_state_dict` ran so far -> the ancestors of each load
+        self._loaded: dict[str, list[tuple[cst.CSTNode, ...]]] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and len(node.targets) == 1:
             name = dotted(node.targets[0].target)
             if name is not None:
-                self._bound[id(node.value)] = name
+                self._bound[id(node.value)] = (name, tuple(self.ctx.stack))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         # `for state in optimizer.state.values(): ... v.cuda()`: the author
         # moves the loaded state by hand.
         if node.attr.value == "state" and self._loaded:
-            self._loaded.discard(dotted(node.value) or "")
+            self._loaded.pop(dotted(node.value) or "", None)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
             receiver = dotted(func.value)
             if receiver is not None:
-                self._loaded.add(receiver)
+                self._loaded.setdefault(receiver, []).append(tuple(self.ctx.stack))
         scope = events.scope_node(self.ctx)
         moves = self.ctx.events.moves(scope)
         if not moves or moves[-1].call is not node or not moves[-1].may_accelerate:
@@ -107,10 +110,14 @@ class OptimizerBeforeMove(Rule):
     def _state_stays(self, call: cst.Call) -> bool:
         """Does this optimizer hold state the move leaves behind: eager state
         (Adagrad, an optimizer torch does not ship), or state loaded into it
-        before the move? torch's lazy optimizers (SGD, Adam, ...) with nothing
+        before the move, on a path that built it? torch's lazy optimizers (SGD, Adam, ...) with nothing
         loaded create their state at the first `step()`, on the moved parameters."""
         qual = self.ctx.qualify(call.func)
         if qual is None or not qual.startswith("torch.optim.") or qual.rsplit(".", 1)[-1] not in _LAZY_STATE:
             return True
-        name = self._bound.get(id(call))
-        return name is not None and name in self._loaded
+        bound = self._bound.get(id(call))
+        if bound is None:
+            return False
+        name, built_in = bound
+        # A load in the other branch of an `if` never follows this build.
+        return any(not exclusive_branches(built_in, loaded_in) for loaded_in in self._loaded.get(name, ()))

@@ -10,7 +10,7 @@ whitespace, comments or punctuation (no rule looks at those).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 import libcst as cst
 
@@ -91,3 +91,18 @@ def iter_subtree(
         if prune is not None and prune(current) and current is not node:
             continue
         stack.extend(reversed(children(current)))
+
+
+def exclusive_branches(a: Sequence[cst.CSTNode], b: Sequence[cst.CSTNode]) -> bool:
+    """Given two nodes' ancestor chains (root first), do they sit in different
+    branches of one `if` (its body and its `else`/`elif`), so that no run
+    reaches both?"""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x is y:
+            continue
+        parent = a[i - 1] if i else None
+        if type(parent) is not cst.If:
+            return False
+        sides = {id(parent.body), id(parent.orelse)}  # type: ignore[attr-defined]
+        return id(x) in sides and id(y) in sides
+    return False
