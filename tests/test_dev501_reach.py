@@ -277,6 +277,13 @@ def test_what_an_unknown_model_computes_from_device_data_is_on_the_device():
     assert rows(cpu_loop) == []
 
 
+def test_what_a_torch_function_returns_from_device_data_is_on_the_device():
+    # `torch.max(out, 1)` is a function of torch, not a method of a `torch` value.
+    assert rows(loop(STEP_LINES + "_, preds = torch.max(out, 1)\nhost = preds.cpu()")) == [15]
+    assert rows(loop(STEP_LINES + "idx = torch.argmax(out, 1).cpu()")) == [14]
+    assert rows(loop(STEP_LINES + "_, preds = torch.max(out.cpu(), 1)\nhost = preds.cpu()")) == [14]
+
+
 LEAVING = """\
 import torch
 

@@ -347,7 +347,7 @@ class HostSyncInLoop(Rule):
         """A tensor or module output, or a tensor method's result, an item or a
         data attribute of one (`loss.detach()`, `out.logits[0]`)."""
         return any(
-            self.ctx.value_of(e).kind in (Kind.TENSOR, Kind.MODULE_OUTPUT) for e in residence.data_chain(expr)
+            self.ctx.value_of(e).kind in (Kind.TENSOR, Kind.MODULE_OUTPUT) for e in residence.data_chain(self.ctx, expr)
         )
 
 
@@ -370,7 +370,7 @@ def _computed_on_device(ctx: Context, expr: cst.BaseExpression, depth: int = 0) 
         return False
     # `out[0].detach()`, `outputs.logits.argmax(-1)`: the same data; `x.cpu()` is
     # on the host and an unknown method is left to the call check below.
-    *_, expr = residence.data_chain(expr, stop=SYNC_METHODS)
+    *_, expr = residence.data_chain(ctx, expr, stop=SYNC_METHODS)
     if isinstance(expr, cst.Name):
         device = residence.data_device(ctx, expr)
         if device is not None:

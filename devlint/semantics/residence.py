@@ -59,16 +59,19 @@ _NOT_DATA_ATTRS = frozenset("shape dtype device ndim is_cuda requires_grad names
 NOT_DATA_ATTRS = _NOT_DATA_ATTRS  # attributes of a tensor (or output) that are metadata, not data
 
 
-def data_chain(expr: cst.BaseExpression, stop: AbstractSet[str] = frozenset()) -> Iterator[cst.BaseExpression]:
+def data_chain(
+    ctx: "Context", expr: cst.BaseExpression, stop: AbstractSet[str] = frozenset()
+) -> Iterator[cst.BaseExpression]:
     """`expr`, then what it is the same data of, down to where that ends:
     `out.logits[0].detach()` -> itself, `out.logits[0]`, `out.logits`, `out`.
     Through tensor methods (not those in `stop`), items and data attributes;
-    a method that returns something else, or metadata (`x.shape`), ends it."""
+    a method that returns something else, metadata (`x.shape`), or a torch
+    function (`torch.max(out, 1)` is no method of `torch`) ends it."""
     while True:
         yield expr
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             method = expr.func.attr.value
-            if method in stop or method not in torchapi.TENSOR_RETURNING_METHODS:
+            if method in stop or method not in torchapi.TENSOR_RETURNING_METHODS or ctx.qualify(expr.func):
                 return
             expr = expr.func.value
         elif isinstance(expr, cst.Subscript):
@@ -180,8 +183,8 @@ def data_device(ctx: "Context", expr: cst.BaseExpression, _depth: int = 0) -> Op
         return _output_part(ctx, expr.value, _depth)
     if isinstance(expr, cst.Attribute) and expr.attr.value not in _NOT_DATA_ATTRS:
         return _output_part(ctx, expr.value, _depth)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        method = expr.func.attr.value
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not ctx.qualify(expr.func):
+        method = expr.func.attr.value  # a method, not a torch function (`torch.max(out, 1)`)
         if method in _ACCELERATOR_METHODS:  # `batch.cuda()`, whatever `batch` was
             return Device(method)
         if method == "type":
