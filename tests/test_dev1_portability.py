@@ -291,6 +291,31 @@ def test_code_that_imports_a_cuda_only_library_is_cuda_code():
     assert sorted(c for _, c in codes(plain)) == ["DEV101", "DEV107"]
 
 
+def test_an_optional_import_of_a_cuda_only_library_makes_no_cuda_code():
+    src = (
+        "import torch\n"
+        "class Trainer:\n"
+        "    def __init__(self, model, args):\n"
+        "        self.args = args\n"
+        "        self.model = model.cuda()\n"
+        "    def backward(self, loss, opt):\n"
+        "        {import_apex}\n"
+        "        amp.scale_loss(loss, opt).backward()\n"
+    )
+    optional = (
+        "if self.args.apex:\n            from apex import amp",
+        "try:\n            from apex import amp\n        except ImportError:\n            amp = None",
+    )
+    required = (
+        "from apex import amp",
+        "try:\n            from apex import amp\n        except ImportError:\n            raise ImportError('install apex')",
+    )
+    for import_apex in optional:
+        assert codes(src.format(import_apex=import_apex), "DEV101") == [(5, "DEV101")], import_apex
+    for import_apex in required:
+        assert codes(src.format(import_apex=import_apex), "DEV101") == [], import_apex
+
+
 def test_data_parallel_without_cuda_in_the_text_is_still_linted():
     src = "import torch.nn as nn\nnet = nn.DataParallel(model, [0, 1])\n"
     assert codes(src, "DEV104") == [(2, "DEV104")]

@@ -34,7 +34,10 @@ class UnguardedCuda(Rule):
     skip decorators, a `device` the caller supplies, a short `try` around
     the placement, an out-of-memory handler (`except
     torch.cuda.OutOfMemoryError:`, `if "out of memory" in str(e):`),
-    `torch.accelerator.is_available()`, and — one call away — callers: a
+    `torch.accelerator.is_available()`, a function or class that imports a
+    library that exists only for NVIDIA GPUs (apex, Transformer Engine,
+    flash-attn, Megatron, CuPy, PyCUDA; not an optional import under an `if`
+    or in a `try` that goes on without it), and — one call away — callers: a
     function of the file that is called only where a real probe guards the
     call (after `main()`'s `if not torch.cuda.is_available(): sys.exit(1)`,
     or inside `if torch.cuda.is_available():`). A flag's name does not count
