@@ -13,7 +13,9 @@ class DiscardedTensorMove(Rule):
     ## What it does
     Flags `t.to(...)`, `t.cuda()`, `t.cpu()`, `t.half()` and the other
     moving/converting methods used as a statement when `t` is a tensor: made
-    by a torch function, annotated `torch.Tensor`, or a part of a batch
+    by a torch function, annotated `torch.Tensor`, a buffer or parameter the
+    module registered (`self.register_buffer("pe", pe)`, then
+    `self.pe.to(x.device)`), or a part of a batch
     unpacked from a `DataLoader` built in the file (`for x, y in loader:`,
     `for i, (x, y) in enumerate(loader):`). A whole batch (`for batch in
     loader:`) may be a dict-like encoding whose `.to()` works in place, and is

@@ -136,6 +136,7 @@ class AttributeFacts:
     # Given as an argument to a call (`nn.ModuleList(self.x)`, `f(*self.x)`): (callee, method).
     passed_to: list[tuple[cst.BaseExpression, str]] = field(default_factory=list)
     registered: bool = False  # named in register_buffer / add_module / setattr, or made a Parameter
+    tensor: bool = False  # registered as a buffer or parameter with a value (not `None`)
 
     @property
     def passed(self) -> bool:
@@ -216,6 +217,9 @@ def _scan_attributes(info: ClassInfo) -> ClassAttributes:
                     text = _string(key) if key is not None else None
                     if text is not None:
                         facts(text).registered = True
+                        if name in ("register_buffer", "register_parameter") and len(args) > 1:
+                            value = args[1].value
+                            facts(text).tensor |= not (type(value) is cst.Name and value.value == "None")  # type: ignore[attr-defined]
                     else:
                         dynamic = True
                 if name is not None and name.rsplit(".", 1)[-1] in _REGISTERING_CONSTRUCTORS:

@@ -461,6 +461,9 @@ class Context:
             cls = self.current_class()
             if cls is not None and attr in cls.attrs:
                 return cls.attrs[attr]
+            facts = classes.attributes(cls).attrs.get(attr) if cls is not None else None
+            if facts is not None and facts.tensor and not facts.assigned_in:
+                return TENSOR  # `self.register_buffer("pe", pe)`, read as `self.pe`
             return UNKNOWN
         if attr == "device" and self.value_of(expr.value).is_tensor:
             return Value(Kind.DEVICE, Device(of_tensor=True))
