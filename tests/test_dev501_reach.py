@@ -137,6 +137,25 @@ def test_a_helper_that_reads_its_argument_reads_on_every_step():
     assert helper_rows(helper, "self.metric(out, y)") == [0]
 
 
+def test_a_torch_module_the_helper_builds_computes_from_its_inputs():
+    made_here = (
+        "def seg_loss(pred, target):\n"
+        "    criterion = torch.nn.CrossEntropyLoss()\n"
+        "    loss = criterion(pred, target)\n"
+        "    return loss, {'loss': loss.item()}"
+    )
+    assert helper_rows(made_here, "seg_loss(out, y)") == [0]
+    # Fed host copies, the copies are the reads, not the `.item()` of what they give.
+    host = HELPER_LOOP.format(
+        helper=made_here.replace("criterion(pred, target)", "criterion(pred.cpu(), target.cpu())"), call="seg_loss(out, y)"
+    )
+    (found,) = lint_source(host, "t.py", DEV501).diagnostics
+    assert "`.cpu()` in `seg_loss()`" in found.message
+    # A name that may be something else than the module is not followed.
+    rebound = made_here.replace("    loss = criterion", "    if target is None:\n        criterion = make_loss()\n    loss = criterion")
+    assert helper_rows(rebound, "seg_loss(out, y)") == []
+
+
 def test_a_method_reached_through_an_instance_of_a_class_of_the_file_reads_too():
     buffer = (
         "class Replay:\n"

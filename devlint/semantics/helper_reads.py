@@ -112,6 +112,10 @@ def _scan(ctx: "Context", func: cst.FunctionDef) -> dict[str, str]:
     origin = {p: frozenset({p}) for p in params}
     nodes = _every_call_nodes(func.body)
     assigns = [n for n in nodes if isinstance(n, cst.Assign)]
+    # `criterion = nn.CrossEntropyLoss()` made here: what it computes comes from its inputs.
+    modules = _torch_modules_made(ctx, func, params)
+    if modules:
+        origin.update({m: _A_MODULE for m in modules})
     loops = [n for n in nodes if isinstance(n, cst.For)]
     for _ in range(2):
         for node in assigns:
@@ -135,6 +139,28 @@ def _scan(ctx: "Context", func: cst.FunctionDef) -> dict[str, str]:
             for source, what in _passed_on(ctx, node, origin, params):
                 reads.setdefault(source, what)
     return reads
+
+
+# In `origin`, what marks a local name bound to a torch module (no parameter is named so).
+_MODULE = "<module>"
+_A_MODULE = frozenset({_MODULE})
+
+
+def _torch_modules_made(ctx: "Context", func: cst.FunctionDef, params: set[str]) -> list[str]:
+    """Local names every binding of which, in this function, builds a torch.nn
+    module (`criterion = nn.CrossEntropyLoss()`)."""
+    made = []
+    for name, sites in bindings.scan(ctx, func).sites.items():
+        if name in params or not sites:
+            continue
+        if all(site.kind == "assign" and _builds_torch_module(ctx, site.value) for site in sites):
+            made.append(name)
+    return made
+
+
+def _builds_torch_module(ctx: "Context", value: Optional[cst.BaseExpression]) -> bool:
+    qual = ctx.qualify(value.func) if isinstance(value, cst.Call) else None
+    return qual is not None and qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper()
 
 
 def _passed_on(
@@ -218,7 +244,8 @@ def _roots(ctx: "Context", expr: cst.BaseExpression, origin: dict[str, frozenset
     """The parameters whose data `expr` is computed from by tensor operations."""
     while True:
         if isinstance(expr, cst.Name):
-            return origin.get(expr.value, _NONE)
+            found = origin.get(expr.value, _NONE)
+            return _NONE if _MODULE in found else found
         if isinstance(expr, cst.Attribute):
             if expr.attr.value in NOT_DATA_ATTRS:
                 return _NONE
@@ -248,6 +275,13 @@ def _roots(ctx: "Context", expr: cst.BaseExpression, origin: dict[str, frozenset
                 if func.attr.value in SYNC_METHODS:
                     return _NONE  # already on the host
                 expr = func.value
+            elif isinstance(func, cst.Name) and _MODULE in origin.get(func.value, _NONE):
+                # `criterion(pred, target)`: a torch module computes from all its inputs.
+                found = _NONE
+                for arg in expr.args:
+                    if not arg.star:
+                        found |= _roots(ctx, arg.value, origin)
+                return found
             else:
                 return _NONE
         else:
