@@ -113,10 +113,16 @@ class Context:
 
     def _enter_call(self, node: cst.Call) -> None:
         self.events.record_call(self, node)
-        if type(node.func) is cst.Name and node.func.value in loops.defined_function_names(self):
+        defined = loops.defined_function_names(self)
+        # A function of the file called here, or handed over to run here (`mp.spawn(run,
+        # nprocs=n)`, `Process(target=worker)`): where it runs, for the callers' guards.
+        called = [node.func.value] if type(node.func) is cst.Name and node.func.value in defined else []
+        called += [a.value.value for a in node.args if type(a.value) is cst.Name and a.value.value in defined]  # type: ignore[attr-defined]
+        if called:
             stack = list(self.stack)
             after_exit = any(id(n) in self.probed_exit_blocks for n in stack)
-            self.call_sites.setdefault(node.func.value, []).append((stack, list(self.scopes), after_exit))
+            for name in called:
+                self.call_sites.setdefault(name, []).append((stack, list(self.scopes), after_exit))
         # argparse: `add_argument('--cuda', default=True)` / `action='store_false'`.
         if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "add_argument":
             return
