@@ -374,3 +374,39 @@ def test_pinning_is_not_flagged_in_code_that_cannot_run_without_a_gpu():
     assert [d.code for d in lint_source(src, "t.py", [rule]).diagnostics] == []
     guarded = src.replace("model = Net().cuda()\n", "if torch.cuda.is_available():\n    model = Net().cuda()\n")
     assert [d.start.row for d in lint_source(guarded, "t.py", [rule]).diagnostics] == [3]
+
+
+DATASET_FILE = """\
+import torch
+from torch.utils.data import Dataset
+from tqdm import tqdm
+
+
+class Scans(Dataset):
+    def __init__(self, n):
+        self.points = torch.randn(n, 3)
+
+    def __getitem__(self, i):
+        return self.points[i].cuda()
+
+    def __len__(self):
+        return len(self.points)
+
+
+{usage}
+"""
+
+
+@pytest.mark.parametrize(
+    "usage, flagged",
+    [
+        ("", True),  # loaded elsewhere, with workers as likely as not
+        ("dataset = Scans(8)\nfor i, sample in enumerate(tqdm(dataset)):\n    print(sample)", False),
+        ("for sample in Scans(8):\n    print(sample)", False),
+        ("loader = torch.utils.data.DataLoader(Scans(8), num_workers=2)\nfor s in Scans(8):\n    pass", True),
+    ],
+)
+def test_a_dataset_the_file_loops_over_itself_with_no_dataloader_reads_in_this_process(usage, flagged):
+    rules = [registry.by_code()["DEV402"]]
+    found = [d.code for d in lint_source(DATASET_FILE.format(usage=usage), "t.py", rules).diagnostics]
+    assert found == (["DEV402"] if flagged else [])

@@ -35,7 +35,9 @@ class CudaInDataloaderWorker(Rule):
     DataLoader in the file that may take the dataset has no workers (none
     given, a literal `0`, or `**kwargs` from dicts that only ever hold `0`).
     A Dataset no DataLoader in the file takes is loaded elsewhere, with
-    workers as likely as not: it is flagged.
+    workers as likely as not: it is flagged — unless the file has no
+    DataLoader at all and loops over the dataset itself (`for sample in
+    tqdm(dataset):`), reading its items in its own process.
 
     ## Example
     ```python

@@ -101,6 +101,7 @@ def _worker_arguments(ctx: "Context", module: cst.CSTNode) -> dict:
     lambdas: dict[int, bool] = {}
     assigned: dict[str, list[cst.BaseExpression]] = {}  # every value assigned to a name, anywhere
     loaders: list[cst.Call] = []
+    iterated: list[cst.BaseExpression] = []  # what `for` loops go over
     mentions: dict[str, int] = {}  # how often each name occurs at all
     plain: dict[str, int] = {}  # ... as an assignment target or a `**name` spread
     stack: list[cst.CSTNode] = [module]
@@ -119,6 +120,8 @@ def _worker_arguments(ctx: "Context", module: cst.CSTNode) -> dict:
             plain[node.value.value] = plain.get(node.value.value, 0) + 1  # type: ignore[attr-defined]
         elif kind is cst.Call and is_dataloader(ctx, node):  # type: ignore[arg-type]
             loaders.append(node)  # type: ignore[arg-type]
+        elif kind is cst.For:
+            iterated.append(_unwrap_iteration(node.iter))  # type: ignore[attr-defined]
     # A dict name used any other way (`kwargs.update(...)`, `kwargs["num_workers"] = 4`,
     # passed to a function) may gain workers: only untouched ones are followed.
     untouched = {name: values for name, values in assigned.items() if mentions.get(name) == plain.get(name)}
@@ -138,7 +141,13 @@ def _worker_arguments(ctx: "Context", module: cst.CSTNode) -> dict:
             if name is not None:
                 key = name.rsplit(".", 1)[-1]
                 names[key] = names.get(key, False) or workers
-    result = {"names": names, "lambdas": lambdas, "datasets": datasets}
+    # No DataLoader at all, and the file loops over a Dataset of its own
+    # (`for sample in tqdm(dataset):`): it reads the items in this process.
+    by_hand: set[str] = set()
+    if not loaders:
+        for expr in iterated:
+            by_hand |= _dataset_classes(ctx, expr, assigned) - {"*"}
+    result = {"names": names, "lambdas": lambdas, "datasets": datasets, "by_hand": by_hand}
     setattr(ctx, _CACHE_ATTR, (module, result))
     return result
 
@@ -152,11 +161,25 @@ def _unwrap_partial(ctx: "Context", expr: cst.BaseExpression) -> cst.BaseExpress
 
 def _dataset_may_run_in_worker(ctx: "Context", module: cst.CSTNode, name: str) -> bool:
     """Does a DataLoader with workers take the Dataset class `name`? Yes when the
-    file shows no DataLoader that may take it (it is used elsewhere); no when
-    every DataLoader here that may take it has no workers."""
-    datasets = _worker_arguments(ctx, module)["datasets"]
+    file shows no DataLoader that may take it (it is used elsewhere), unless the
+    file has no DataLoader and loops over the dataset itself; no when every
+    DataLoader here that may take it has no workers."""
+    found = _worker_arguments(ctx, module)
+    datasets = found["datasets"]
     seen = [datasets[key] for key in (name, "*") if key in datasets]
-    return not seen or any(seen)
+    if not seen:
+        return name not in found["by_hand"]
+    return any(seen)
+
+
+def _unwrap_iteration(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`ds` of `enumerate(ds)`, `tqdm(ds)`, `iter(ds)`, `tqdm(enumerate(ds))`."""
+    while (
+        isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None
+        and (dotted(expr.func) or "").rsplit(".", 1)[-1] in ("enumerate", "tqdm", "iter")
+    ):
+        expr = expr.args[0].value
+    return expr
 
 
 def _dataset_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
