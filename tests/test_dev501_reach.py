@@ -296,6 +296,12 @@ def test_what_an_unknown_model_computes_from_device_data_is_on_the_device():
     assert rows(cpu_loop) == []
 
 
+def test_a_move_to_the_cpu_is_a_read_like_cpu():
+    assert rows(loop(STEP_LINES + 'kept = loss.detach().to("cpu")')) == [14]
+    assert rows(loop(STEP_LINES + 'kept = out.to(torch.device("cpu")).mean().item()')) == [14]  # the copy, once
+    assert rows(loop(STEP_LINES + 'kept = out.to(torch.float16)')) == []  # a cast stays on the device
+
+
 def test_what_a_torch_function_returns_from_device_data_is_on_the_device():
     # `torch.max(out, 1)` is a function of torch, not a method of a `torch` value.
     assert rows(loop(STEP_LINES + "_, preds = torch.max(out, 1)\nhost = preds.cpu()")) == [15]

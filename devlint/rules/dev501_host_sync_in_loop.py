@@ -27,7 +27,7 @@ _NOT_DATA = frozenset(
 class HostSyncInLoop(Rule):
     """
     ## What it does
-    Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)`,
+    Flags `.item()`, `.cpu()` (also spelled `.to("cpu")`), `.numpy()`, `.tolist()`, `float(t)`, `int(t)`,
     `bool(t)`, `print(t)`, `f"{t}"`, `"{}".format(t)` and `"%f" % t` of device tensors on every step of a training loop — a `for` or
     `while` whose body calls `.backward()` or `optimizer.step()` — when they
     are not under a condition such as `if step % 100 == 0:`.
@@ -119,8 +119,9 @@ class HostSyncInLoop(Rule):
     )
     # An f-string always has its `f` right before the opening quote (`rf"`, `f"""` too).
     # `"%f" % t` needs a `%` somewhere (the string and the operator may be lines apart).
+    # `cpu` for `.cpu()` and for `.to("cpu")` / `.to(torch.device("cpu"))`.
     triggers = (
-        ".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "print(", ".format(",
+        ".item(", "cpu", ".numpy(", ".tolist(", "float(", "int(", "bool(", "print(", ".format(",
         'f"', "f'", 'F"', "F'", "%",
     )
 
@@ -262,6 +263,14 @@ class HostSyncInLoop(Rule):
             if method in _TENSOR_ONLY_READS and _computed_on_device(self.ctx, receiver):
                 return f"`.{method}()`"
             return None
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" and self._to_the_host(call):
+            # `loss.to("cpu")`: the same copy to the host as `loss.cpu()`.
+            receiver = func.value
+            if self._is_sync_call(receiver) or self.ctx.defines_own(receiver, "to"):
+                return None
+            if self._may_be_device_data(receiver, lenient=False) or _computed_on_device(self.ctx, receiver):
+                return '`.to("cpu")`'
+            return None
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "format"
@@ -278,6 +287,18 @@ class HostSyncInLoop(Rule):
             if any(not self._is_sync_call(a) and self._may_be_device_data(a, lenient=False) for a in args):
                 return f"`{func.value}(tensor)`"
         return None
+
+    def _to_the_host(self, call: cst.Call) -> bool:
+        """`.to("cpu")`, `.to(torch.device("cpu"))`, `.to(device="cpu")`: a device
+        written as the CPU (not a name that may be chosen at run time)."""
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        target = positional[0] if positional else next(
+            (a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None
+        )
+        if target is None:
+            return False
+        device = self.ctx.device_of(target)
+        return device is not None and device.type == "cpu" and device.literal
 
     def _is_sync_call(self, expr: cst.BaseExpression) -> bool:
         return (
