@@ -302,6 +302,11 @@ def test_a_move_to_the_cpu_is_a_read_like_cpu():
     assert rows(loop(STEP_LINES + 'kept = out.to(torch.float16)')) == []  # a cast stays on the device
 
 
+def test_a_variable_wraps_device_data_where_it_is():
+    src = loop(STEP_LINES + "host = model(Variable(x)).cpu()").replace("import torch\n", "import torch\nfrom torch.autograd import Variable\n", 1)
+    assert rows(src) == [15]
+
+
 def test_what_a_torch_function_returns_from_device_data_is_on_the_device():
     # `torch.max(out, 1)` is a function of torch, not a method of a `torch` value.
     assert rows(loop(STEP_LINES + "_, preds = torch.max(out, 1)\nhost = preds.cpu()")) == [15]

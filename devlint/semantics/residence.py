@@ -212,11 +212,14 @@ def data_device(ctx: "Context", expr: cst.BaseExpression, _depth: int = 0) -> Op
 def kept_inputs(ctx: "Context", call: cst.Call) -> list[cst.BaseExpression]:
     """The inputs a torch function computes where they live: `x` of
     `torch.mean(x)` / `F.softmax(x, -1)`, `xs` and `xt` of `torch.cat((xs, xt))`
-    (they share one device, or it raises). Empty for anything else."""
+    (they share one device, or it raises), `x` of `Variable(x)`. Empty for
+    anything else."""
     first = call.args[0] if call.args else None
     if first is None or first.keyword is not None or first.star:
         return []
     qual = ctx.qualify(call.func)
+    if qual in torchapi.WRAPPING_CONSTRUCTORS:
+        return [first.value]  # `Variable(x)`, `nn.Parameter(t)`: the same data, where it was
     if qual not in torchapi.TENSOR_FUNCTIONS or qual in torchapi.FACTORIES or _keyword(call, "device") is not None:
         return []
     if isinstance(first.value, (cst.List, cst.Tuple)):
