@@ -7,6 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
+from ..semantics import defaults
 from ..semantics.placements import Placement, placement
 
 
@@ -42,6 +43,12 @@ class UnguardedCuda(Rule):
     call (after `main()`'s `if not torch.cuda.is_available(): sys.exit(1)`,
     or inside `if torch.cuda.is_available():`). A flag's name does not count
     at the call, nor does a `try` around it.
+
+    A device parameter whose default is CUDA (`def embed(x, device="cuda")`,
+    or `self.device = device` kept from `__init__`) places where the caller
+    says — until a call of the file leaves the argument out: that call is
+    reported (`embed(batch)` picks CUDA), unless it is guarded or the
+    function checks availability before it places.
 
     Not guards:
     - the branch of an availability test that runs without a GPU: the
@@ -116,9 +123,26 @@ class UnguardedCuda(Rule):
     )
     triggers = ("cuda",)
 
+    def __init__(self, ctx, sink) -> None:
+        super().__init__(ctx, sink)
+        # (function id, parameter) -> "unguarded" conditions of the placements on a
+        # parameter whose default is CUDA (`def embed(x, device="cuda")`).
+        self._default_uses: dict[tuple[int, str], list] = {}
+
     def visit_Call(self, node: cst.Call) -> None:
+        for callee, func, param in defaults.omitted_defaults(self.ctx, node, "cuda"):
+            # `embed(batch)`: the default device, CUDA, wherever the call runs.
+            unguarded, used = self.ctx.unguarded(), defaults.unguarded_use(self._default_uses, func, param)
+            message = f"`{callee}()` leaves out `{param}`, whose default is CUDA: {self.message}"
+            self.report(node, message, condition=lambda u=unguarded, d=used: u() and d())
         found = placement(self.ctx, node)
-        if found is None or not found.hardcoded("cuda"):
+        if found is None:
+            return
+        if not found.hardcoded("cuda"):
+            defaulted = defaults.defaulted_parameter(self.ctx, found.target, "cuda")
+            if defaulted is not None:
+                func, param = defaulted
+                self._default_uses.setdefault((id(func), param), []).append(self.ctx.unguarded())
             return
         self.report(node, fix=self._fix(found), condition=self.ctx.unguarded())
 

@@ -1,0 +1,136 @@
+"""Device parameters whose default is an accelerator.
+
+`def embed(x, device="cuda"): return x.to(device)` places where its caller
+says, and a device the caller supplies is a guard — until a caller leaves the
+argument out. `embed(batch)` then runs on CUDA, whether or not the machine has
+a GPU. The finding belongs at that call: it is where the default is chosen,
+and a function whose every caller passes the device has no bug at all.
+
+The walk records, per function of the file, the unguarded placements on such
+a parameter (`uses`); a call of that function (a module-level function, a
+method through `self` or an instance, a class of the file through its
+`__init__`) that omits the argument is reported when the call itself is
+unguarded and one of the recorded placements is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional
+
+import libcst as cst
+
+from . import bindings, classes, helper_reads
+
+if TYPE_CHECKING:
+    from .context import Context
+
+
+def defaulted_parameter(
+    ctx: "Context", target: Optional[cst.BaseExpression], device_type: str
+) -> Optional[tuple[cst.FunctionDef, str]]:
+    """(function, parameter) when a placement's `target` is a parameter of the
+    function around it, never rebound, whose default is a literal
+    `device_type` device (`device="cuda"`, `device=torch.device("cuda:0")`),
+    or `self.device` kept from such a parameter of `__init__`."""
+    if type(target) is cst.Attribute:
+        return _kept_from_parameter(ctx, target, device_type)  # type: ignore[arg-type]
+    if type(target) is not cst.Name:
+        return None
+    scope = ctx.scopes[-1] if ctx.scopes else None
+    if scope is None or scope.kind != "function" or type(scope.node) is not cst.FunctionDef:
+        return None
+    name = target.value  # type: ignore[attr-defined]
+    default = scope.params.get(name)
+    if default is None or not _is_literal_device(ctx, default, device_type):
+        return None
+    sites = bindings.scan(ctx, scope.node).sites.get(name, [])
+    if not sites or any(site.kind != "param" for site in sites):
+        return None
+    return scope.node, name  # type: ignore[return-value]
+
+
+def _kept_from_parameter(ctx: "Context", target: cst.Attribute, device_type: str) -> Optional[tuple[cst.FunctionDef, str]]:
+    """`self.device`, assigned once, in `__init__`, from its parameter `device`
+    (`def __init__(self, device="cuda"): self.device = device`)."""
+    if not (type(target.value) is cst.Name and target.value.value == "self"):  # type: ignore[attr-defined]
+        return None
+    info = ctx.current_class()
+    if info is None:
+        return None
+    facts = classes.attributes(info).attrs.get(target.attr.value)
+    if facts is None or len(facts.assigned_in) != 1:
+        return None
+    method_name, value = facts.assigned_in[0]
+    init = classes.methods(info).get("__init__")
+    if method_name != "__init__" or init is None or type(value) is not cst.Name:
+        return None
+    param = next((p for p in init.params.params if p.name.value == value.value), None)  # type: ignore[attr-defined]
+    if param is None or param.default is None or not _is_literal_device(ctx, param.default, device_type):
+        return None
+    sites = bindings.scan(ctx, init).sites.get(param.name.value, [])
+    return (init, param.name.value) if all(site.kind == "param" for site in sites) else None
+
+
+def omitted_defaults(ctx: "Context", call: cst.Call, device_type: str) -> list[tuple[str, cst.FunctionDef, str]]:
+    """(display name, function, parameter) for each parameter with a literal
+    `device_type` default that this call of a function of the file leaves out."""
+    if any(arg.star for arg in call.args) or not _defaulting_functions(ctx, device_type):
+        return []  # `f(*args, **kwargs)` may pass it; no function of the file has such a default
+    found = _callee(ctx, call)
+    if found is None or id(found[1]) not in _defaulting_functions(ctx, device_type):
+        return []
+    display, func, method = found
+    given = helper_reads.bind(call, func, method)
+    out = []
+    for param in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
+        name = param.name.value
+        if param.default is not None and name not in given and _is_literal_device(ctx, param.default, device_type):
+            out.append((display, func, name))
+    return out
+
+
+def unguarded_use(uses: dict[tuple[int, str], list[Callable[[], bool]]], func: cst.FunctionDef, param: str) -> Callable[[], bool]:
+    """A condition: does some recorded placement on `param` of `func` run unguarded?"""
+    return lambda: any(unguarded() for unguarded in uses.get((id(func), param), ()))
+
+
+def _defaulting_functions(ctx: "Context", device_type: str) -> frozenset[int]:
+    """The functions and methods of the file (by id) with a parameter whose
+    default is a literal `device_type` device: found once per file."""
+    key = f"defaults-{device_type}"
+    found = ctx.memo.get(key)
+    if found is None:
+        module = ctx.stack[0] if ctx.stack else None
+        defs = []
+        for statement in module.body if isinstance(module, cst.Module) else ():
+            if type(statement) is cst.FunctionDef:
+                defs.append(statement)
+            elif type(statement) is cst.ClassDef and isinstance(statement.body, cst.IndentedBlock):
+                defs.extend(s for s in statement.body.body if type(s) is cst.FunctionDef)
+        found = ctx.memo[key] = frozenset(
+            id(d) for d in defs
+            if any(
+                p.default is not None and _is_literal_device(ctx, p.default, device_type)
+                for p in (*d.params.posonly_params, *d.params.params, *d.params.kwonly_params)
+            )
+        )
+    return found  # type: ignore[return-value]
+
+
+def _callee(ctx: "Context", call: cst.Call) -> Optional[tuple[str, cst.FunctionDef, bool]]:
+    """The function of this file a call runs, its display name, and whether it
+    is a method (its first parameter is bound already)."""
+    func = call.func
+    if type(func) is cst.Name and func.value in ctx.classes and ctx.lookup(func.value) is None:  # type: ignore[attr-defined]
+        init = classes.methods(ctx.classes[func.value]).get("__init__")  # type: ignore[attr-defined]
+        return (func.value, init, True) if init is not None else None  # type: ignore[attr-defined]
+    found = helper_reads.callee(ctx, call)
+    if found is None:
+        return None
+    display, definition = found
+    return display, definition, type(func) is not cst.Name
+
+
+def _is_literal_device(ctx: "Context", expr: cst.BaseExpression, device_type: str) -> bool:
+    device = ctx.device_of(expr)
+    return device is not None and device.type == device_type and device.literal and not device.guarded
