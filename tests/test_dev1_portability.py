@@ -613,3 +613,25 @@ def test_cuda_of_each_module_of_a_list_that_holds_no_tensors_asks_nothing_of_cud
     )
     # The mixed list, an unknown iterable and a self-referring loop keep their findings.
     assert codes(src, "DEV101") == [(14, "DEV101"), (16, "DEV101"), (18, "DEV101")]
+
+
+def test_a_call_that_leaves_out_a_cuda_default_picks_cuda():
+    src = (
+        "import torch\n"
+        "def place(x, device='cuda'):\n"
+        "    return x.to(device)\n"
+        "def relabel(x, device='cuda'):\n"  # rebound before use: not the default any more
+        "    device = torch.device('cpu')\n"
+        "    return x.to(device)\n"
+        "class Runner:\n"
+        "    def run(self, x, device=torch.device('cuda:0')):\n"
+        "        return x.to(device)\n"
+        "place(torch.ones(2))\n"  # 10
+        "place(torch.ones(2), 'cpu')\n"
+        "place(*[torch.ones(2)])\n"  # may pass it
+        "relabel(torch.ones(2))\n"
+        "runner = Runner()\n"
+        "runner.run(torch.ones(2))\n"  # 15
+        "runner.run(torch.ones(2), device='cpu')\n"
+    )
+    assert codes(src, "DEV101") == [(10, "DEV101"), (15, "DEV101")]
