@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from .diagnostics import Location
 
-_MULTILINE_TOKENS = {tokenize.STRING}
 _FSTRING_START = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+
 _FSTRING_END = getattr(tokenize, "FSTRING_END", None)
 
@@ -74,7 +73,7 @@ def _rows_inside_strings(text: str) -> set[int] | None:
                 fstrings.append(tok.start[0])
             elif tok.type == _FSTRING_END and fstrings:
                 rows.update(range(fstrings.pop() + 1, tok.end[0] + 1))
-            elif tok.type in _MULTILINE_TOKENS and tok.end[0] > tok.start[0]:
+            elif tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
                 rows.update(range(tok.start[0] + 1, tok.end[0] + 1))
     except (tokenize.TokenError, SyntaxError, ValueError):
         return None

@@ -291,10 +291,7 @@ class HostSyncInLoop(Rule):
     def _to_the_host(self, call: cst.Call) -> bool:
         """`.to("cpu")`, `.to(torch.device("cpu"))`, `.to(device="cpu")`: a device
         written as the CPU (not a name that may be chosen at run time)."""
-        positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        target = positional[0] if positional else next(
-            (a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None
-        )
+        target = residence.to_target(call)
         if target is None:
             return False
         device = self.ctx.device_of(target)

@@ -304,14 +304,18 @@ def _stateless_submodule(ctx: "Context", expr: cst.BaseExpression) -> bool:
     if local is not None:
         return local.is_module and holds_no_state(ctx, local)
     qual = ctx.qualify(func)
-    if qual is None or not qual.startswith("torch.nn."):
-        return False
-    last = qual.rsplit(".", 1)[-1]
-    if last not in STATELESS_NN_MODULES:
-        return False
-    if last.endswith("Loss") and any(a.keyword is None for a in expr.args):  # type: ignore[attr-defined]
-        return False
-    return not any(a.keyword is not None and a.keyword.value in _STATE_KEYWORDS for a in expr.args)  # type: ignore[attr-defined]
+    last = qual.rsplit(".", 1)[-1] if qual is not None and qual.startswith("torch.nn.") else ""
+    return last in STATELESS_NN_MODULES and not _given_state(expr)  # type: ignore[arg-type]
+
+
+def _given_state(call: cst.Call) -> bool:
+    """A stateless torch module given a buffer: `CrossEntropyLoss(weight=w)`, or
+    a loss's first positional argument, which may be its weight (`NLLLoss(w)`)."""
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    return any(
+        (a.keyword is None and name.endswith("Loss")) or (a.keyword is not None and a.keyword.value in _STATE_KEYWORDS)
+        for a in call.args
+    )
 
 
 def _plain_value(ctx: "Context", expr: cst.BaseExpression, method: cst.FunctionDef, depth: int) -> bool:
@@ -479,7 +483,7 @@ def constructs_stateful_module(ctx: "Context", expr: cst.BaseExpression) -> bool
             args = [a for a in expr.args if a.keyword is None]
             return any(a.star or not isinstance(a.value, cst.Call) or constructs_stateful_module(ctx, a.value) for a in args)
         if last in STATELESS_NN_MODULES:
-            return any(a.keyword is not None and a.keyword.value in _STATE_KEYWORDS for a in expr.args)
+            return _given_state(expr)
         return True
     if isinstance(func, cst.Name):
         info = ctx.classes.get(func.value)

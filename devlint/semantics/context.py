@@ -467,7 +467,7 @@ class Context:
             cls = self.current_class()
             if cls is not None and attr in cls.attrs:
                 return cls.attrs[attr]
-            facts = classes.attributes(cls).attrs.get(attr) if cls is not None else None
+            facts = classes.attributes(cls).attrs.get(attr) if cls is not None and cls.is_module else None
             if facts is not None and facts.tensor and not facts.assigned_in:
                 return TENSOR  # `self.register_buffer("pe", pe)`, read as `self.pe`
             return UNKNOWN
@@ -680,22 +680,15 @@ LEAVE_HOOKS: dict[type, Callable[["Context", Any], None]] = {
     cst.Expr: Context._leave_expr,
 }
 
-_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter"})
-
-
 def _iterates_a_loader(ctx: Context, expr: cst.BaseExpression) -> Optional[bool]:
     """`loader`, `enumerate(loader)`, `tqdm(loader)`, `tqdm(enumerate(loader))`,
     where `loader` is bound, for certain, to a `DataLoader(...)` built here.
     None if not; else whether an `enumerate` counts the batches."""
     from . import bindings, dataloading  # both import this module
 
-    counted = False
-    while isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
-        name = ctx.qualify(expr.func) or dotted(expr.func)
-        if name not in _ITERATION_WRAPPERS:
-            return counted if dataloading.is_dataloader(ctx, expr) else None
-        counted = counted or name == "enumerate"
-        expr = expr.args[0].value
+    expr, counted = dataloading.unwrap_iteration(ctx, expr)
+    if isinstance(expr, cst.Call):
+        return counted if dataloading.is_dataloader(ctx, expr) else None
     if not isinstance(expr, cst.Name):
         return None
     source = bindings.certain_source(ctx, expr)

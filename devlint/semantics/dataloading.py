@@ -121,7 +121,7 @@ def _worker_arguments(ctx: "Context", module: cst.CSTNode) -> dict:
         elif kind is cst.Call and is_dataloader(ctx, node):  # type: ignore[arg-type]
             loaders.append(node)  # type: ignore[arg-type]
         elif kind is cst.For:
-            iterated.append(_unwrap_iteration(node.iter))  # type: ignore[attr-defined]
+            iterated.append(unwrap_iteration(ctx, node.iter)[0])  # type: ignore[attr-defined]
     # A dict name used any other way (`kwargs.update(...)`, `kwargs["num_workers"] = 4`,
     # passed to a function) may gain workers: only untouched ones are followed.
     untouched = {name: values for name, values in assigned.items() if mentions.get(name) == plain.get(name)}
@@ -172,14 +172,20 @@ def _dataset_may_run_in_worker(ctx: "Context", module: cst.CSTNode, name: str) -
     return any(seen)
 
 
-def _unwrap_iteration(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`ds` of `enumerate(ds)`, `tqdm(ds)`, `iter(ds)`, `tqdm(enumerate(ds))`."""
-    while (
-        isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None
-        and (dotted(expr.func) or "").rsplit(".", 1)[-1] in ("enumerate", "tqdm", "iter")
-    ):
+_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "iter"})
+
+
+def unwrap_iteration(ctx: "Context", expr: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """`ds` of `ds`, `enumerate(ds)`, `tqdm(ds)`, `iter(ds)`, `tqdm(enumerate(ds))`,
+    and whether an `enumerate` counts the items."""
+    counted = False
+    while isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None:
+        name = ctx.qualify(expr.func) or dotted(expr.func)
+        if name not in _ITERATION_WRAPPERS:
+            break
+        counted = counted or name == "enumerate"
         expr = expr.args[0].value
-    return expr
+    return expr, counted
 
 
 def _dataset_argument(call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -101,11 +101,9 @@ def _defaulting_functions(ctx: "Context", device_type: str) -> frozenset[int]:
     found = ctx.memo.get(key)
     if found is None:
         module = ctx.stack[0] if ctx.stack else None
-        defs = []
+        defs = list(helper_reads.module_functions(ctx).values())
         for statement in module.body if isinstance(module, cst.Module) else ():
-            if type(statement) is cst.FunctionDef:
-                defs.append(statement)
-            elif type(statement) is cst.ClassDef and isinstance(statement.body, cst.IndentedBlock):
+            if type(statement) is cst.ClassDef and isinstance(statement.body, cst.IndentedBlock):
                 defs.extend(s for s in statement.body.body if type(s) is cst.FunctionDef)
         found = ctx.memo[key] = frozenset(
             id(d) for d in defs

@@ -22,7 +22,7 @@ from . import bindings, classes, loops, torchapi
 from .libraries import imports_cuda_only_library
 from .names import dotted, string_key
 from .values import Kind
-from .tree import children
+from .tree import children, ends_by_raising
 
 if TYPE_CHECKING:
     from .context import Context
@@ -380,7 +380,7 @@ def _catches_failure(node: cst.Try) -> bool:
     if _long_body(node.body) and all(_gives_up(h.body) for h in node.handlers):
         return False
     for handler in node.handlers:
-        if _reraises(handler.body):
+        if ends_by_raising(handler.body):
             continue  # `except Exception: log(...); raise`: the failure goes on up
         if handler.type is None:
             return True
@@ -425,14 +425,6 @@ def _tests_oom_message(test: cst.BaseExpression) -> bool:
         and isinstance(left, cst.SimpleString)
         and "out of memory" in str(left.evaluated_value).lower()
     )
-
-
-def _reraises(body: cst.BaseSuite) -> bool:
-    """Does the handler end by raising (`raise`, `raise RuntimeError(...) from e`)?"""
-    if not isinstance(body, cst.IndentedBlock) or not body.body:
-        return False
-    last = body.body[-1]
-    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in last.body)
 
 
 def _long_body(body: cst.BaseSuite) -> bool:

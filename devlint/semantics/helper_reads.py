@@ -43,7 +43,7 @@ def callee(ctx: "Context", call: cst.Call) -> Optional[tuple[str, cst.FunctionDe
     instance of a class of this file."""
     func = call.func
     if isinstance(func, cst.Name):
-        found = _module_functions(ctx).get(func.value)
+        found = module_functions(ctx).get(func.value)
         if found is None or ctx.lookup(func.value) is not None:
             return None  # not a def of this module, or rebound
         return func.value, found
@@ -61,7 +61,7 @@ def callee(ctx: "Context", call: cst.Call) -> Optional[tuple[str, cst.FunctionDe
     return None
 
 
-def _module_functions(ctx: "Context") -> dict[str, cst.FunctionDef]:
+def module_functions(ctx: "Context") -> dict[str, cst.FunctionDef]:
     found = ctx.memo.get("module-functions")
     if found is None:
         module = ctx.stack[0] if ctx.stack else None
@@ -171,7 +171,7 @@ def _passed_on(
     func = call.func
     if not isinstance(func, cst.Name) or func.value in params or func.value in origin:
         return []
-    inner = _module_functions(ctx).get(func.value)
+    inner = module_functions(ctx).get(func.value)
     if inner is None:
         return []
     found = []

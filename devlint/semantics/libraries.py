@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .names import dotted
-from .tree import iter_subtree
+from .tree import ends_by_raising, iter_subtree
 
 CUDA_ONLY_PACKAGES = frozenset({"transformer_engine", "apex", "flash_attn", "megatron", "cupy", "pycuda"})
 
@@ -42,11 +42,5 @@ def _optional(node: cst.CSTNode) -> bool:
     if type(node) is cst.If:
         return True
     if type(node) in (cst.Try, cst.TryStar):
-        return any(not _raises(handler.body) for handler in node.handlers)  # type: ignore[attr-defined]
+        return any(not ends_by_raising(handler.body) for handler in node.handlers)  # type: ignore[attr-defined]
     return False
-
-
-def _raises(block: cst.BaseSuite) -> bool:
-    statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
-    last = statements[-1] if statements else None
-    return type(last) is cst.SimpleStatementLine and type(last.body[-1]) is cst.Raise  # type: ignore[union-attr]

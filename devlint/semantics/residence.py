@@ -192,7 +192,7 @@ def data_device(ctx: "Context", expr: cst.BaseExpression, _depth: int = 0) -> Op
             if cast is not None:  # `x.type(torch.FloatTensor)`: a copy on the host
                 return cast
         if method == "to" and not value.is_tensor:
-            target = _to_target(expr)
+            target = to_target(expr)
             if target is not None and target_may_be_accelerator(ctx, target):
                 return Device()
         if method in _DTYPE_CASTS and not expr.args:  # `label.to(device).long()`: same place
@@ -261,7 +261,8 @@ def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
     return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
 
 
-def _to_target(call: cst.Call) -> Optional[cst.BaseExpression]:
+def to_target(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The device of `x.to(device)`, `x.to(device=...)` (or a dtype: the caller tells)."""
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "device":
             return arg.value

@@ -164,15 +164,6 @@ DEVICE_TYPES = frozenset(
 )
 ACCELERATOR_TYPES = frozenset({"cuda", "mps", "xpu", "hip"})
 
-# The backend a probe asks about: in `"cuda" if torch.cuda.is_available() else
-# "mps"` the `else` branch is taken wherever CUDA is missing, MPS or not.
-PROBED_TYPE = {
-    "torch.cuda.is_available": "cuda",
-    "torch.backends.mps.is_available": "mps",
-    "torch.mps.is_available": "mps",
-    "torch.xpu.is_available": "xpu",
-}
-
 # A device string torch parses: type, optional ':index'.
 DEVICE_STRING = re.compile(r"^(?P<type>[a-z_]+)(?::(?P<index>\d+))?$")
 
@@ -244,9 +235,15 @@ ACCELERATOR_FAILURES = frozenset({"torch.cuda.OutOfMemoryError", "torch.OutOfMem
 # these checks a device ordinal (`if torch.cuda.device_count() > 1:`).
 # Probes whose truth says an accelerator is there (`not` of one: that none is),
 # so the other branch of a test made of them runs without one.
-PRESENCE_PROBES = frozenset(
-    {"torch.cuda.is_available", "torch.backends.mps.is_available", "torch.mps.is_available", "torch.xpu.is_available"}
-)
+# And the backend each asks about: in `"cuda" if torch.cuda.is_available() else
+# "mps"` the `else` branch is taken wherever CUDA is missing, MPS or not.
+PROBED_TYPE = {
+    "torch.cuda.is_available": "cuda",
+    "torch.backends.mps.is_available": "mps",
+    "torch.mps.is_available": "mps",
+    "torch.xpu.is_available": "xpu",
+}
+PRESENCE_PROBES = frozenset(PROBED_TYPE)
 DEVICE_COUNT_PROBES = frozenset(
     {"torch.cuda.device_count", "torch.accelerator.device_count", "torch.xpu.device_count", "torch.mps.device_count"}
 )

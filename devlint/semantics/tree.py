@@ -93,6 +93,17 @@ def iter_subtree(
         stack.extend(reversed(children(current)))
 
 
+def ends_by_raising(block: cst.BaseSuite) -> bool:
+    """Does the block end by raising (`raise`, `raise RuntimeError(...) from e`),
+    as an indented block or on one line (`except ImportError: raise`)?"""
+    if isinstance(block, cst.IndentedBlock):
+        last = block.body[-1] if block.body else None
+        small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+    else:
+        small = block.body  # type: ignore[attr-defined]
+    return any(isinstance(s, cst.Raise) for s in small)
+
+
 def exclusive_branches(a: Sequence[cst.CSTNode], b: Sequence[cst.CSTNode]) -> bool:
     """Given two nodes' ancestor chains (root first), do they sit in different
     branches of one `if` (its body and its `else`/`elif`), so that no run
