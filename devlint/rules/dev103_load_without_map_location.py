@@ -38,7 +38,8 @@ class LoadWithoutMapLocation(Rule):
     built with the path, `stopper = EarlyStopping(save_path=path)` then
     `stopper.step(score, model)`), or a cache (`if
     os.path.exists(cache): x = torch.load(cache)` whose `else:` builds `x`
-    and saves it to `cache`): this run wrote it, on this machine. Nor is a file that never names or uses an accelerator
+    and saves it to `cache`, with `torch.save` or a helper named for saving,
+    `save_on_master(x, cache)`): this run wrote it, on this machine. Nor is a file that never names or uses an accelerator
     reading back a path its own `torch.save` writes: its checkpoints hold CPU
     tensors (a function that takes a `device` from its caller may be handed a
     GPU, so such a file is not one). Bytes from elsewhere — a file, a network response — are still
@@ -174,7 +175,9 @@ class LoadWithoutMapLocation(Rule):
 
     def _cached_here(self, source: cst.BaseExpression) -> bool:
         """A cache: `if cache.exists(): x = torch.load(cache)`, whose `else:`
-        builds `x` and `torch.save`s it to the same path, on this machine."""
+        builds `x` and saves it to the same path, on this machine: with
+        `torch.save`, or a saving helper handed that path
+        (`save_on_master((dataset, root), cache)`)."""
         path = self._path(source)
         stack = self.ctx.stack
         for i in range(len(stack) - 2, -1, -1):
@@ -183,11 +186,21 @@ class LoadWithoutMapLocation(Rule):
                 return False
             if isinstance(node, cst.If) and stack[i + 1] is node.body and node.orelse is not None:
                 for call in iter_subtree(node.orelse):
-                    if type(call) is cst.Call and self.ctx.qualify(call.func) == "torch.save":  # type: ignore[attr-defined]
-                        target = _argument(call, 1, "f")  # type: ignore[arg-type]
-                        if target is not None and self._path(target) == path:
-                            return True
+                    if type(call) is cst.Call and self._saves_to(call, path):  # type: ignore[arg-type]
+                        return True
         return False
+
+    def _saves_to(self, call: cst.Call, path: str) -> bool:
+        """Does this call write `path`: `torch.save(x, path)`, or a helper named
+        for saving that is handed the path itself (`save_on_master(x, path)`,
+        `utils.save_checkpoint(state, filename=path)`)?"""
+        if self.ctx.qualify(call.func) == "torch.save":
+            target = _argument(call, 1, "f")
+            return target is not None and self._path(target) == path
+        leaf = (dotted(call.func) or "").rsplit(".", 1)[-1].lower()
+        if not any(word in leaf for word in _SAVING_WORDS):
+            return False
+        return any(not arg.star and self._path(arg.value) == path for arg in call.args)
 
     def _note_model_handed_over(self, call: cst.Call) -> None:
         """`early_stopping(val_loss, self.model, path)`, `save_checkpoint(model,
@@ -278,6 +291,11 @@ class LoadWithoutMapLocation(Rule):
 
 def _is_state_dict(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "state_dict"
+
+
+# A helper named with one of these writes what it is handed (`save_on_master`,
+# `pickle_dump`, `write_cache`); a logging call handed the path does not.
+_SAVING_WORDS = ("save", "dump", "write", "store")
 
 
 def _source(expr: cst.BaseExpression) -> str:
