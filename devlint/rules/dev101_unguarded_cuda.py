@@ -7,7 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
-from ..semantics import defaults
+from ..semantics import device_parameters
 from ..semantics.placements import Placement, placement
 
 
@@ -35,7 +35,8 @@ class UnguardedCuda(Rule):
     skip decorators, a `device` the caller supplies, a short `try` around
     the placement, an out-of-memory handler (`except
     torch.cuda.OutOfMemoryError:`, `if "out of memory" in str(e):`),
-    `torch.accelerator.is_available()`, a function or class that imports a
+    `torch.accelerator.is_available()`, `with FakeTensorMode():` (its
+    tensors hold no data, a CUDA one needs no GPU), a function or class that imports a
     library that exists only for NVIDIA GPUs (apex, Transformer Engine,
     flash-attn, Megatron, CuPy, PyCUDA; not an optional import under an `if`
     or in a `try` that goes on without it), and — one call away — callers: a
@@ -44,11 +45,19 @@ class UnguardedCuda(Rule):
     or inside `if torch.cuda.is_available():`). A flag's name does not count
     at the call, nor does a `try` around it.
 
-    A device parameter whose default is CUDA (`def embed(x, device="cuda")`,
-    or `self.device = device` kept from `__init__`) places where the caller
-    says — until a call of the file leaves the argument out: that call is
-    reported (`embed(batch)` picks CUDA), unless it is guarded or the
-    function checks availability before it places.
+    A device parameter (`def embed(x, device="cuda")`, or `self.device =
+    device` kept from `__init__`) places where the caller says — until a call
+    of the file picks CUDA for it, unguarded: one that leaves out a CUDA
+    default (`embed(batch)`), or passes CUDA itself (`embed(batch, "cuda")`,
+    `embed(batch, gpu)` after `gpu = torch.device("cuda:0")`). That call is
+    reported, unless the function checks availability before it places. A
+    device named on the command line (`--device`, whatever its default) is
+    the caller's choice too.
+
+    A lambda runs where it is called, usually by a guarded caller; one handed
+    to `map()`, `filter()`, `sorted()`, `min()`, `max()`, `.sort()` or
+    `functools.reduce()` runs right here (`map(lambda t: t.cuda(), batch)`),
+    as does a `torch.load` `map_location` lambda.
 
     Not guards:
     - the branch of an availability test that runs without a GPU: the
@@ -125,26 +134,37 @@ class UnguardedCuda(Rule):
 
     def __init__(self, ctx, sink) -> None:
         super().__init__(ctx, sink)
-        # (function id, parameter) -> "unguarded" conditions of the placements on a
-        # parameter whose default is CUDA (`def embed(x, device="cuda")`).
-        self._default_uses: dict[tuple[int, str], list] = {}
+        # (function id, parameter) -> "unguarded" conditions of the placements on
+        # that parameter (`def embed(x, device="cuda"): return x.to(device)`).
+        self._param_uses: dict[tuple[int, str], list] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
-        for callee, func, param in defaults.omitted_defaults(self.ctx, node, "cuda"):
-            # `embed(batch)`: the default device, CUDA, wherever the call runs.
-            unguarded, used = self.ctx.unguarded(), defaults.unguarded_use(self._default_uses, func, param)
-            message = f"`{callee}()` leaves out `{param}`, whose default is CUDA: {self.message}"
-            self.report(node, message, condition=lambda u=unguarded, d=used: u() and d())
+        self._device_chosen_by_call(node)
         found = placement(self.ctx, node)
         if found is None:
             return
         if not found.hardcoded("cuda"):
-            defaulted = defaults.defaulted_parameter(self.ctx, found.target, "cuda")
-            if defaulted is not None:
-                func, param = defaulted
-                self._default_uses.setdefault((id(func), param), []).append(self.ctx.unguarded())
+            placing = device_parameters.placing_parameter(self.ctx, found.target)
+            if placing is not None:
+                func, param = placing
+                self._param_uses.setdefault((id(func), param), []).append(self.ctx.unguarded())
             return
         self.report(node, fix=self._fix(found), condition=self.ctx.unguarded())
+
+    def _device_chosen_by_call(self, node: cst.Call) -> None:
+        """A call of the file's function that picks CUDA for a parameter it
+        places with: `embed(batch)` leaving out `device="cuda"`, or
+        `embed(batch, "cuda")`."""
+        chosen = [
+            (callee, func, param, f"`{callee}()` leaves out `{param}`, whose default is CUDA: {self.message}")
+            for callee, func, param in device_parameters.omitted_defaults(self.ctx, node, "cuda")
+        ] + [
+            (callee, func, param, f"`{callee}()` is given CUDA for `{param}`, which it places with: {self.message}")
+            for callee, func, param in device_parameters.passed_devices(self.ctx, node, "cuda")
+        ]
+        for _callee, func, param, message in chosen:
+            unguarded, used = self.ctx.unguarded(), device_parameters.unguarded_use(self._param_uses, func, param)
+            self.report(node, message, condition=lambda u=unguarded, d=used: u() and d())
 
     def _fix(self, found: Placement) -> Optional[NodeFix]:
         torch = self.ctx.torch_alias()

@@ -9,7 +9,14 @@ from ..diagnostics import FixAvailability
 from ..rule import Rule
 from ..semantics import guards, residence
 
-_NUMPY_CONVERTERS = frozenset({"numpy.array", "numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray"})
+# NumPy functions that turn their first argument into an array (`Tensor.__array__`,
+# which calls `.numpy()`): the converters, and those that copy its shape and dtype.
+_NUMPY_CONVERTERS = frozenset(
+    {
+        "numpy.array", "numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray", "numpy.copy",
+        "numpy.zeros_like", "numpy.ones_like", "numpy.empty_like", "numpy.full_like",
+    }
+)
 # Savers that convert their array argument the same way: (position, keyword).
 _NUMPY_SAVERS = {"numpy.save": (1, "arr"), "numpy.savetxt": (1, "X")}
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
@@ -18,8 +25,10 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 class NumpyOnDeviceTensor(Rule):
     """
     ## What it does
-    Flags `.numpy()`, `np.array(t)`, `np.asarray(t)`, and `np.save(path, t)` /
-    `np.savetxt(path, t)` (which convert `t` the same way) on a tensor that may
+    Flags `.numpy()`, `np.array(t)`, `np.asarray(t)`, `np.copy(t)`,
+    `np.zeros_like(t)` (and `ones_like`, `empty_like`, `full_like`), and
+    `np.save(path, t)` / `np.savetxt(path, t)` (which convert `t` the same
+    way) on a tensor that may
     live on an accelerator: one moved with `.cuda()` / `.to(device)`, or the
     output of a model that was moved, without a `.cpu()` in between.
 
@@ -60,7 +69,7 @@ class NumpyOnDeviceTensor(Rule):
         raises="TypeError",
         match=r"can't convert \w+(:\d+)? device type tensor to numpy",
     )
-    triggers = (".numpy(", "array(", "save(", "savetxt(")
+    triggers = (".numpy(", "array(", "copy(", "_like(", "save(", "savetxt(")
 
     def visit_Call(self, node: cst.Call) -> None:
         tensor = self._converted(node)

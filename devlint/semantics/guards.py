@@ -503,11 +503,15 @@ def is_guarded(
             # `[t.cuda() for t in ts if torch.cuda.is_available()]`
             if child is not node.for_in and any(kind.mentions(ctx, c.test) for c in _comp_ifs(node.for_in)):
                 return True
+        elif type(node) is cst.With:
+            # `with FakeTensorMode():` makes tensors without data: a CUDA one needs no GPU.
+            if child is node.body and any(_fake_tensor_mode(ctx, item.item) for item in node.items):
+                return True
         elif isinstance(node, cst.Lambda):
             # A lambda runs where it is called; it is usually handed to a guarded
             # caller. A `map_location=lambda storage, loc: storage.cuda()` runs
-            # inside its `torch.load`, right here.
-            if not _runs_in_load(ctx, chain, i):
+            # inside its `torch.load`, right here, as does one handed to `map()`.
+            if not _runs_in_load(ctx, chain, i) and not _called_at_once(ctx, chain, i):
                 return True
     return False
 
@@ -529,6 +533,33 @@ def _runs_in_load(ctx: "Context", chain: Sequence[cst.CSTNode], i: int) -> bool:
     from .placements import LOADERS  # placements imports the context, which imports this
 
     return ctx.qualify(chain[i - 2].func) in LOADERS
+
+
+def _fake_tensor_mode(ctx: "Context", expr: cst.BaseExpression) -> bool:
+    """`FakeTensorMode()` (`torch._subclasses.fake_tensor`), however imported."""
+    if type(expr) is not cst.Call:
+        return False
+    qual = ctx.qualify(expr.func) or ""  # type: ignore[attr-defined]
+    return qual.startswith("torch.") and qual.endswith(".FakeTensorMode")
+
+
+# Builtins that call the function they are handed before they return (`map`
+# and `filter` lazily, but their iterator is consumed where it is made).
+_CALLING_BUILTINS = frozenset({"map", "filter", "sorted", "min", "max"})
+
+
+def _called_at_once(ctx: "Context", chain: Sequence[cst.CSTNode], i: int) -> bool:
+    """Is `chain[i]` (a lambda) handed to a builtin that calls it right here:
+    `map(lambda t: t.cuda(), batch)`, `sorted(xs, key=lambda t: ...)`,
+    `functools.reduce(lambda a, b: ..., xs)`, `xs.sort(key=lambda t: ...)`?"""
+    if i < 2 or not isinstance(chain[i - 1], cst.Arg) or not isinstance(chain[i - 2], cst.Call):
+        return False
+    func = chain[i - 2].func  # type: ignore[attr-defined]
+    if type(func) is cst.Name:
+        return func.value in _CALLING_BUILTINS and ctx.lookup(func.value) is None  # type: ignore[attr-defined]
+    if type(func) is cst.Attribute and func.attr.value == "sort":  # type: ignore[attr-defined]
+        return True
+    return ctx.qualify(func) == "functools.reduce"
 
 
 def _comp_ifs(comp: cst.CompFor) -> Iterator[cst.CompIf]:

@@ -1,16 +1,19 @@
-"""Device parameters whose default is an accelerator.
+"""Device parameters: where a function places with the device its caller gives.
 
 `def embed(x, device="cuda"): return x.to(device)` places where its caller
-says, and a device the caller supplies is a guard — until a caller leaves the
-argument out. `embed(batch)` then runs on CUDA, whether or not the machine has
-a GPU. The finding belongs at that call: it is where the default is chosen,
-and a function whose every caller passes the device has no bug at all.
+says, and a device the caller supplies is a guard — until the caller supplies
+CUDA. That happens two ways: a call leaves out a parameter whose default is
+CUDA (`embed(batch)`), or it passes CUDA itself (`embed(batch, "cuda")`,
+`make_input(n, device)` after `device = torch.device("cuda:0")`). Either way
+the finding belongs at that call: it is where the device is chosen, and a
+function whose every caller passes a guarded device has no bug at all.
 
-The walk records, per function of the file, the unguarded placements on such
-a parameter (`uses`); a call of that function (a module-level function, a
-method through `self` or an instance, a class of the file through its
-`__init__`) that omits the argument is reported when the call itself is
-unguarded and one of the recorded placements is.
+The walk records, per function of the file, the placements on each of its
+parameters (`uses`: their "unguarded" conditions); a call of that function (a
+module-level function, a method through `self` or an instance, a class of
+the file through its `__init__`) that picks CUDA for such a parameter is
+reported when the call itself is unguarded and one of the recorded
+placements is.
 """
 
 from __future__ import annotations
@@ -25,23 +28,19 @@ if TYPE_CHECKING:
     from .context import Context
 
 
-def defaulted_parameter(
-    ctx: "Context", target: Optional[cst.BaseExpression], device_type: str
-) -> Optional[tuple[cst.FunctionDef, str]]:
+def placing_parameter(ctx: "Context", target: Optional[cst.BaseExpression]) -> Optional[tuple[cst.FunctionDef, str]]:
     """(function, parameter) when a placement's `target` is a parameter of the
-    function around it, never rebound, whose default is a literal
-    `device_type` device (`device="cuda"`, `device=torch.device("cuda:0")`),
-    or `self.device` kept from such a parameter of `__init__`."""
+    function around it, never rebound (`def embed(x, device): x.to(device)`),
+    or `self.device` kept from a parameter of `__init__`."""
     if type(target) is cst.Attribute:
-        return _kept_from_parameter(ctx, target, device_type)  # type: ignore[arg-type]
+        return _kept_from_parameter(ctx, target)  # type: ignore[arg-type]
     if type(target) is not cst.Name:
         return None
     scope = ctx.scopes[-1] if ctx.scopes else None
     if scope is None or scope.kind != "function" or type(scope.node) is not cst.FunctionDef:
         return None
     name = target.value  # type: ignore[attr-defined]
-    default = scope.params.get(name)
-    if default is None or not _is_literal_device(ctx, default, device_type):
+    if name not in scope.params:
         return None
     sites = bindings.scan(ctx, scope.node).sites.get(name, [])
     if not sites or any(site.kind != "param" for site in sites):
@@ -49,9 +48,9 @@ def defaulted_parameter(
     return scope.node, name  # type: ignore[return-value]
 
 
-def _kept_from_parameter(ctx: "Context", target: cst.Attribute, device_type: str) -> Optional[tuple[cst.FunctionDef, str]]:
+def _kept_from_parameter(ctx: "Context", target: cst.Attribute) -> Optional[tuple[cst.FunctionDef, str]]:
     """`self.device`, assigned once, in `__init__`, from its parameter `device`
-    (`def __init__(self, device="cuda"): self.device = device`)."""
+    (`def __init__(self, device): self.device = device`)."""
     if not (type(target.value) is cst.Name and target.value.value == "self"):  # type: ignore[attr-defined]
         return None
     info = ctx.current_class()
@@ -65,7 +64,7 @@ def _kept_from_parameter(ctx: "Context", target: cst.Attribute, device_type: str
     if method_name != "__init__" or init is None or type(value) is not cst.Name:
         return None
     param = next((p for p in init.params.params if p.name.value == value.value), None)  # type: ignore[attr-defined]
-    if param is None or param.default is None or not _is_literal_device(ctx, param.default, device_type):
+    if param is None:
         return None
     sites = bindings.scan(ctx, init).sites.get(param.name.value, [])
     return (init, param.name.value) if all(site.kind == "param" for site in sites) else None
@@ -87,6 +86,23 @@ def omitted_defaults(ctx: "Context", call: cst.Call, device_type: str) -> list[t
         if param.default is not None and name not in given and _is_literal_device(ctx, param.default, device_type):
             out.append((display, func, name))
     return out
+
+
+def passed_devices(ctx: "Context", call: cst.Call, device_type: str) -> list[tuple[str, cst.FunctionDef, str]]:
+    """(display name, function, parameter) for each argument of this call of a
+    function of the file that is a literal `device_type` device, unguarded
+    (`make_input(n, "cuda")`, or a name bound to `torch.device("cuda:0")`)."""
+    if not call.args:
+        return []
+    found = _callee(ctx, call)
+    if found is None:
+        return []
+    display, func, method = found
+    return [
+        (display, func, name)
+        for name, value in helper_reads.bind(call, func, method).items()
+        if _is_literal_device(ctx, value, device_type)
+    ]
 
 
 def unguarded_use(uses: dict[tuple[int, str], list[Callable[[], bool]]], func: cst.FunctionDef, param: str) -> Callable[[], bool]:
