@@ -17,6 +17,7 @@ import libcst as cst
 from .claims import Claim
 from .diagnostics import Applicability, FixAvailability
 from .semantics import Context
+from .semantics.tree import never_runs
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
 
@@ -64,6 +65,8 @@ class Rule:
         fix: Optional[NodeFix] = None,
         condition: Optional[Callable[[], bool]] = None,
     ) -> None:
+        if never_runs(self.ctx.stack):
+            return  # `if False:` (code an author switched off) raises nothing
         self._sink.append(Report(type(self), node, message or self.message, fix, condition))
 
     def fix(self, title: str, replacements: Sequence[tuple[cst.CSTNode, cst.CSTNode]]) -> NodeFix:

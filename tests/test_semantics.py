@@ -148,3 +148,21 @@ def test_the_parts_of_a_loaders_batches_are_host_tensors():
         "for a, b in pairs:\n    a.to('cpu')\n"
     )
     assert [c for c in codes(src) if c[1] == "DEV301"] == [(6, "DEV301"), (9, "DEV301")]
+
+
+def test_code_switched_off_by_a_constant_is_never_reported():
+    src = """\
+import torch
+
+
+def restore(path):
+    if False:
+        return torch.load(path)
+    while 0:
+        torch.zeros(2).cuda()
+    if False:
+        pass
+    else:
+        return torch.load(path)
+"""
+    assert codes(src) == [(12, "DEV103")]

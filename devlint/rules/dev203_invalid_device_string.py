@@ -5,7 +5,7 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Rule
 from ..semantics import bindings
-from ..semantics.devices import device_arguments, device_string_error, string_literals
+from ..semantics.devices import device_arguments, device_string_error, device_texts
 
 
 class InvalidDeviceString(Rule):
@@ -16,7 +16,9 @@ class InvalidDeviceString(Rule):
     `torch.device(...)`, `device=` of a torch function, `map_location=`,
     `.cuda(...)`, and `.to(...)` on a known tensor or module, written there
     or assigned to the name given there (`device = "gpu" if ... else "cpu"`,
-    reported where the name is used: that is where torch raises).
+    reported where the name is used: that is where torch raises). Also a
+    string built at run time whose text around the index is wrong whatever
+    the index (`"cuda: {}".format(i)`, `f"gpu:{rank}"`).
 
     ## Why is this bad?
     torch parses device strings strictly: a lowercase type it knows, then
@@ -69,10 +71,12 @@ class InvalidDeviceString(Rule):
                 if source is None:
                     continue
                 where, arg = arg, source
-            for literal in string_literals(arg):
-                why = device_string_error(literal.evaluated_value)
+            for literal, value in device_texts(arg):
+                why = device_string_error(value)
                 if why is not None:
-                    text = repr(literal.evaluated_value)
+                    text = repr(value)
+                    if not isinstance(literal, (cst.SimpleString, cst.ConcatenatedString)):
+                        text += " (as built at run time, whatever the index)"
                     if where is not None:
                         text += f" (in `{where.value}`)"  # type: ignore[attr-defined]
                     self.report(where or literal, self.message.format(text=text, why=why))

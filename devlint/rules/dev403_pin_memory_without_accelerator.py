@@ -7,15 +7,17 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
-from ..semantics import bindings, dataloading, torchapi
+from ..semantics import bindings, dataloading, helper_reads, torchapi
 from ..semantics.placements import placement
+from ..semantics.tree import iter_subtree
 
 
 class PinMemoryWithoutAccelerator(Rule):
     """
     ## What it does
     Flags a literal `pin_memory=True` (or a name certainly bound to `True`,
-    such as `use_gpu = True` a few lines up) passed to a
+    such as `use_gpu = True` a few lines up; or a `"pin_memory": True` entry
+    of a dict literal spread into the call, `DataLoader(ds, **params)`) passed to a
     `torch.utils.data.DataLoader` that is not tied to accelerator availability: not under a
     `torch.cuda.is_available()` check (or any other guard devlint
     recognises), and not computed from one.
@@ -33,8 +35,9 @@ class PinMemoryWithoutAccelerator(Rule):
     loader in a function that places data on an accelerator unguarded (CUDA:
     DEV101, MPS: DEV102, as in `"cuda" if torch.cuda.is_available() else
     "mps"`), or in a file whose own module code (its `__main__` block
-    included) does: it cannot run without one, and the pinning warning would
-    only repeat that.
+    included) does, itself or through a function of the file it calls
+    (`main()`, `train(loader)`): it cannot run without one, and the pinning
+    warning would only repeat that.
 
     ## Example
     ```python
@@ -77,26 +80,78 @@ class PinMemoryWithoutAccelerator(Rule):
         if found is not None and any(found.hardcoded(t) for t in torchapi.ACCELERATOR_TYPES):
             self._needs_accelerator.setdefault(id(self.ctx.scopes[-1].node), []).append(self.ctx.unguarded())
             return
+        if len(self.ctx.scopes) == 1:
+            self._note_script_call(node)
         if not dataloading.is_dataloader(self.ctx, node):
             return
         for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value == "pin_memory" and _always_true(self.ctx, arg.value):
+            if arg.star == "**":
+                value = _spread_pin_memory(self.ctx, arg)
+            elif arg.keyword is not None and arg.keyword.value == "pin_memory":
+                value = arg.value
+            else:
+                continue
+            if value is not None and _always_true(self.ctx, value):
                 unguarded = self.ctx.unguarded()
                 needs = self._needs_accelerator.setdefault(id(self.ctx.scopes[-1].node), [])
                 # The script's own top-level code (its main block included) too: if
                 # that needs an accelerator unguarded, the file never runs without one.
                 script_needs = self._needs_accelerator.setdefault(id(self.ctx.scopes[0].node), [])
                 self.report(
-                    arg,
-                    fix=self._fix(arg.value) if arg.value.value == "True" else None,
+                    value if arg.star else arg,
+                    fix=self._fix(value) if value.value == "True" else None,
                     condition=lambda: unguarded() and not any(crashes() for crashes in (*needs, *script_needs)),
                 )
+
+    def _note_script_call(self, node: cst.Call) -> None:
+        """Module code calling a function of the file (`main()` under `if __name__
+        == "__main__":`, `train(loader)`): the script needs an accelerator when
+        the call is unguarded and the function places on one unguarded."""
+        found = helper_reads.callee(self.ctx, node)
+        if found is None:
+            return
+        called, unguarded = self._needs_accelerator.setdefault(id(found[1]), []), self.ctx.unguarded()
+        self._needs_accelerator.setdefault(id(self.ctx.scopes[0].node), []).append(
+            lambda: unguarded() and any(crashes() for crashes in called)
+        )
 
     def _fix(self, value: cst.Name) -> Optional[NodeFix]:
         torch = self.ctx.torch_alias()
         if torch is None:
             return None
         return self.fix("Pin memory only when CUDA is available", [(value, cst.parse_expression(f"{torch}.cuda.is_available()"))])
+
+
+def _spread_pin_memory(ctx, arg: cst.Arg) -> Optional[cst.BaseExpression]:
+    """`DataLoader(ds, **params)` after `params = {"batch_size": 8, "pin_memory":
+    True}`: the value the dict literal gives `pin_memory`, when that literal is
+    certain to be `params` here and nothing else touches `params` in its scope
+    (`params.update(...)`, `params["pin_memory"] = ...`, a dict built under
+    `if use_cuda:` and spread outside it)."""
+    if type(arg.value) is not cst.Name:
+        return None
+    name = arg.value.value
+    source = bindings.certain_source(ctx, arg.value)
+    if type(source) is not cst.Dict:
+        return None
+    value = next(
+        (e.value for e in source.elements if type(e) is cst.DictElement and type(e.key) is cst.SimpleString and e.key.evaluated_value == "pin_memory"),
+        None,
+    )
+    if value is None:
+        return None
+    # Every mention of the name is the assignment or a `**` spread: nothing changes the dict.
+    scope = ctx.scopes[-1].node
+    mentions = spreads = assigned = 0
+    for node in iter_subtree(scope):
+        kind = type(node)
+        if kind is cst.Name and node.value == name:  # type: ignore[attr-defined]
+            mentions += 1
+        elif kind is cst.Arg and node.star == "**" and type(node.value) is cst.Name and node.value.value == name:  # type: ignore[attr-defined]
+            spreads += 1
+        elif kind is cst.Assign:
+            assigned += sum(type(t.target) is cst.Name and t.target.value == name for t in node.targets)  # type: ignore[attr-defined]
+    return value if mentions == spreads + assigned else None
 
 
 def _always_true(ctx, value: cst.BaseExpression) -> bool:

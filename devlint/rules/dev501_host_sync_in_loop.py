@@ -308,7 +308,7 @@ class HostSyncInLoop(Rule):
         """Tensor data that may be on an accelerator. `lenient`: anything not known
         to be elsewhere (`.item()` exists on tensors, and hardly anything else)."""
         value = self.ctx.value_of(expr)
-        if value.kind in _NOT_DATA:
+        if value.kind in _NOT_DATA or residence.numpy_value(self.ctx, expr):
             return False
         device = residence.data_device(self.ctx, expr)
         if device is not None:

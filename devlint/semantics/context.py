@@ -175,6 +175,8 @@ class Context:
         # a DataLoader yields batches on the host; unpacked, their parts are
         # tensors there. A whole batch (`for batch in loader`) may be a dict.
         target = node.target
+        if self._iterates_parameters(node):
+            return
         counted = _iterates_a_loader(self, node.iter)
         if counted is None or not isinstance(target, cst.Tuple):
             return
@@ -186,6 +188,28 @@ class Context:
         for element in target.elements:
             if isinstance(element.value, cst.Name):
                 self._bind_target(element.value, Value(Kind.TENSOR, residence.HOST_DEFAULT))
+
+    def _iterates_parameters(self, node: cst.For) -> bool:
+        """`for p in model.parameters():`, `for name, p in model.named_parameters():`
+        (buffers too): each `p` is a tensor where the module is (somewhere
+        unknown for a `model` handed in)."""
+        call = node.iter
+        if type(call) is not cst.Call or type(call.func) is not cst.Attribute:  # type: ignore[attr-defined]
+            return False
+        method = call.func.attr.value  # type: ignore[attr-defined]
+        if method not in _PARAMETER_ITERATORS:
+            return False
+        module = self.value_of(call.func.value)  # type: ignore[attr-defined]
+        if module.kind is not Kind.MODULE and module.kind is not Kind.UNKNOWN:
+            return False  # a module, or something only a module would be asked that (`model` passed in)
+        target = node.target
+        if method.startswith("named_"):
+            pair = target.elements if type(target) is cst.Tuple else ()  # type: ignore[attr-defined]
+            target = pair[1].value if len(pair) == 2 else None  # type: ignore[assignment]
+        if type(target) is not cst.Name:
+            return False
+        self._bind_target(target, Value(Kind.TENSOR, module.device))
+        return True
 
     def _leave_for(self, node: cst.For) -> None:
         self._bind_target(node.target, UNKNOWN)
@@ -701,6 +725,9 @@ def keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
             return arg.value
     return None
 
+
+# Module methods that yield its tensors (`named_*`: with their names).
+_PARAMETER_ITERATORS = frozenset({"parameters", "buffers", "named_parameters", "named_buffers"})
 
 # What stands for the index in `"cuda:%d" % i`, `"cuda:%02d"`, `"cuda:{}".format(i)`,
 # `"cuda:{:d}"`, `"cuda:{rank}"` (nothing for `"cuda:" + str(i)` and f-strings).

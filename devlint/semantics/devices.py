@@ -84,6 +84,51 @@ def string_literals(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield from string_literals(expr.orelse)
 
 
+# A placeholder of `%` formatting or of `str.format`.
+_PLACEHOLDER = re.compile(r"%[-+ #0]*\d*[dis]|\{[^{}]*\}")
+
+
+def device_texts(expr: cst.BaseExpression) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """The device strings an expression can evaluate to, with the node that
+    writes each: string literals, the branches of a conditional expression,
+    and strings built at run time whose text up to the `:` is written out
+    (`"cuda: {}".format(i)`, `f"cuda:{rank}"`, `"cuda:%d" % i`, `"cuda:" +
+    str(i)`), with `0` for the index — whatever the index, the rest is fixed."""
+    if isinstance(expr, cst.IfExp):
+        yield from device_texts(expr.body)
+        yield from device_texts(expr.orelse)
+        return
+    for literal in string_literals(expr):
+        yield literal, literal.evaluated_value  # type: ignore[attr-defined]
+    built = _built_text(expr)
+    if built is not None:
+        yield expr, built
+
+
+def _built_text(expr: cst.BaseExpression) -> Optional[str]:
+    """`"cuda: {0}".format(i)` -> `"cuda: 0"`, when the device type is written out."""
+    if isinstance(expr, cst.FormattedString):
+        pieces = [p.value if isinstance(p, cst.FormattedStringText) else "\0" for p in expr.parts]
+        text = "".join(pieces)
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        text = _PLACEHOLDER.sub("\0", _literal(expr.left) or "\0")
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        left = _literal(expr.left)
+        text = left + "\0" if left is not None and _literal(expr.right) is None else "\0"
+    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+        text = _PLACEHOLDER.sub("\0", _literal(expr.func.value) or "\0")
+    else:
+        return None
+    head, _, _ = text.partition("\0")
+    return text.replace("\0", "0") if ":" in head else None
+
+
+def _literal(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) and isinstance(expr.evaluated_value, str):
+        return expr.evaluated_value
+    return None
+
+
 def known_device(
     ctx: "Context", expr: cst.BaseExpression, _depth: int = 0
 ) -> Optional[tuple[Device, Callable[[], bool]]]:

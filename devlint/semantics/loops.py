@@ -185,8 +185,13 @@ def periodic(
     else b.item()`: either way, a read on every step)."""
     stack = ctx.stack
     start = next(i for i, n in enumerate(stack) if n is loop)
+    inner: set[str] = set()  # the targets of loops inside `loop` around the node
     for i in range(start + 1, len(stack) - 1):
         node, child = stack[i], stack[i + 1]
+        if type(node) is cst.For and child is node.body:
+            inner |= {n.value for n in iter_subtree(node.target) if type(n) is cst.Name}  # type: ignore[attr-defined]
+        if isinstance(node, cst.If) and inner and _picks_items(ctx, node.test, inner):
+            continue  # `for name, p in model.named_parameters(): if "weight" in name:` some, every step
         if isinstance(node, cst.If) and child is not node.test and not _every_step(ctx, node.test):
             # `if split == "min": total += loss.item() else: total -= loss.item()`:
             # either way a read, on every step; the first branch's stands for both.
@@ -206,6 +211,20 @@ def periodic(
             if not _every_step(ctx, stack[i - 1].test) and not _selects_how_to_train(ctx, stack[i - 1].test, node):
                 return True
     return False
+
+
+def _picks_items(ctx: "Context", test: cst.BaseExpression, inner: set[str]) -> bool:
+    """A test of an inner loop's items only (`"weight" in name`,
+    `isinstance(m, nn.Conv2d)`): it picks which items, on every step alike."""
+    names = set()
+    for node in iter_subtree(test, prune=lambda n: type(n) is cst.Attribute):
+        if type(node) is cst.Attribute:
+            node = node.value  # type: ignore[attr-defined]
+            while type(node) is cst.Attribute:
+                node = node.value  # type: ignore[attr-defined]
+        if type(node) is cst.Name and node.value not in _TYPE_CHECKS and ctx.qualify(node) is None:  # type: ignore[attr-defined]
+            names.add(node.value)  # type: ignore[attr-defined]
+    return bool(names) and names <= inner
 
 
 def _plain_statements(block: cst.BaseSuite) -> list[cst.CSTNode]:

@@ -81,6 +81,33 @@ def data_chain(
         else:
             return
 
+def numpy_value(ctx: "Context", expr: cst.BaseExpression, _depth: int = 0) -> bool:
+    """A NumPy array or scalar, which lives on the host: what a NumPy function
+    returns (`np.mean(np.abs(diff))`), `.numpy()` of a tensor, and the items,
+    methods and arithmetic of those (`arr.mean()`, `arr[0]`, `a - b`), also
+    through a name (`diff = pred.cpu().numpy() - y.cpu().numpy()`)."""
+    kind = type(expr)
+    if kind is cst.Call:
+        func = expr.func  # type: ignore[attr-defined]
+        qual = ctx.qualify(func) or ""
+        if qual.startswith("numpy."):
+            return True
+        if type(func) is cst.Attribute and not qual:
+            return func.attr.value == "numpy" or numpy_value(ctx, func.value, _depth)  # type: ignore[attr-defined]
+        return False
+    if kind is cst.Subscript:
+        return numpy_value(ctx, expr.value, _depth)  # type: ignore[attr-defined]
+    if kind is cst.BinaryOperation:
+        sides = (expr.left, expr.right)  # type: ignore[attr-defined]
+        return any(numpy_value(ctx, e, _depth) for e in sides) and all(
+            numpy_value(ctx, e, _depth) or type(e) in (cst.Integer, cst.Float) for e in sides
+        )
+    if kind is cst.Name and _depth < 3:
+        source = bindings.certain_source(ctx, expr)  # type: ignore[arg-type]
+        return source is not None and numpy_value(ctx, source, _depth + 1)
+    return False
+
+
 # Tensor methods whose result is no tensor (metadata, Python values).
 NON_TENSOR_METHODS = frozenset(
     "size dim numel item tolist ndimension nelement element_size stride storage_offset "

@@ -93,6 +93,18 @@ def iter_subtree(
         stack.extend(reversed(children(current)))
 
 
+def never_runs(stack: Sequence[cst.CSTNode]) -> bool:
+    """Is the innermost node of `stack` (its ancestors, outermost first) in code
+    switched off by a constant: the body of `if False:`, `if 0:`, `while False:`?"""
+    for i in range(len(stack) - 1):
+        node = stack[i]
+        if type(node) in (cst.If, cst.While) and stack[i + 1] is node.body:  # type: ignore[attr-defined]
+            test = node.test  # type: ignore[attr-defined]
+            if (type(test) is cst.Name and test.value == "False") or (type(test) is cst.Integer and test.value == "0"):
+                return True
+    return False
+
+
 def ends_by_raising(block: cst.BaseSuite) -> bool:
     """Does the block end by raising (`raise`, `raise RuntimeError(...) from e`),
     as an indented block or on one line (`except ImportError: raise`)?"""
