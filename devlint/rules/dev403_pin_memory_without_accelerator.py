@@ -8,6 +8,7 @@ from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
 from ..semantics import bindings, dataloading, helper_reads, torchapi
+from ..semantics.context import string_value
 from ..semantics.placements import placement
 from ..semantics.tree import iter_subtree
 
@@ -125,7 +126,7 @@ class PinMemoryWithoutAccelerator(Rule):
 def _spread_pin_memory(ctx, arg: cst.Arg) -> Optional[cst.BaseExpression]:
     """`DataLoader(ds, **params)` after `params = {"batch_size": 8, "pin_memory":
     True}`: the value the dict literal gives `pin_memory`, when that literal is
-    certain to be `params` here and nothing else touches `params` in its scope
+    certain to be `params` here and nothing in the file touches `params`
     (`params.update(...)`, `params["pin_memory"] = ...`, a dict built under
     `if use_cuda:` and spread outside it)."""
     if type(arg.value) is not cst.Name:
@@ -134,16 +135,13 @@ def _spread_pin_memory(ctx, arg: cst.Arg) -> Optional[cst.BaseExpression]:
     source = bindings.certain_source(ctx, arg.value)
     if type(source) is not cst.Dict:
         return None
-    value = next(
-        (e.value for e in source.elements if type(e) is cst.DictElement and type(e.key) is cst.SimpleString and e.key.evaluated_value == "pin_memory"),
-        None,
-    )
+    value = next((e.value for e in source.elements if type(e) is cst.DictElement and string_value(e.key) == "pin_memory"), None)
     if value is None:
         return None
-    # Every mention of the name is the assignment or a `**` spread: nothing changes the dict.
-    scope = ctx.scopes[-1].node
+    # Every mention of the name in the file is an assignment or a `**` spread:
+    # nothing changes the dict (wherever it was bound: module or function).
     mentions = spreads = assigned = 0
-    for node in iter_subtree(scope):
+    for node in iter_subtree(ctx.stack[0]):
         kind = type(node)
         if kind is cst.Name and node.value == name:  # type: ignore[attr-defined]
             mentions += 1

@@ -16,6 +16,7 @@ import libcst as cst
 
 from . import torchapi
 from .bindings import certain_source, certain_value
+from .context import string_value
 from .placements import placement
 from .values import Device, Kind, Value
 
@@ -111,22 +112,16 @@ def _built_text(expr: cst.BaseExpression) -> Optional[str]:
         pieces = [p.value if isinstance(p, cst.FormattedStringText) else "\0" for p in expr.parts]
         text = "".join(pieces)
     elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
-        text = _PLACEHOLDER.sub("\0", _literal(expr.left) or "\0")
+        text = _PLACEHOLDER.sub("\0", string_value(expr.left) or "\0")
     elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        left = _literal(expr.left)
-        text = left + "\0" if left is not None and _literal(expr.right) is None else "\0"
+        left = string_value(expr.left)
+        text = left + "\0" if left is not None and string_value(expr.right) is None else "\0"
     elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
-        text = _PLACEHOLDER.sub("\0", _literal(expr.func.value) or "\0")
+        text = _PLACEHOLDER.sub("\0", string_value(expr.func.value) or "\0")
     else:
         return None
     head, _, _ = text.partition("\0")
     return text.replace("\0", "0") if ":" in head else None
-
-
-def _literal(expr: cst.BaseExpression) -> Optional[str]:
-    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) and isinstance(expr.evaluated_value, str):
-        return expr.evaluated_value
-    return None
 
 
 def known_device(

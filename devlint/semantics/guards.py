@@ -511,7 +511,7 @@ def is_guarded(
             # A lambda runs where it is called; it is usually handed to a guarded
             # caller. A `map_location=lambda storage, loc: storage.cuda()` runs
             # inside its `torch.load`, right here, as does one handed to `map()`.
-            if not _runs_in_load(ctx, chain, i) and not _called_at_once(ctx, chain, i):
+            if not _runs_here(ctx, chain, i):
                 return True
     return False
 
@@ -524,15 +524,6 @@ def _names_a_move(name: str) -> bool:
     named for the move it makes, called from anywhere — not the GPU code path
     that `forward_cuda` or `CUDAKernel` names."""
     return bool(_MOVE_NAME.search(name)) and "avail" not in name.lower()  # `to_gpu_if_available`
-
-
-def _runs_in_load(ctx: "Context", chain: Sequence[cst.CSTNode], i: int) -> bool:
-    """Is `chain[i]` (a lambda) the map location of a `torch.load` call?"""
-    if i < 2 or not isinstance(chain[i - 1], cst.Arg) or not isinstance(chain[i - 2], cst.Call):
-        return False
-    from .placements import LOADERS  # placements imports the context, which imports this
-
-    return ctx.qualify(chain[i - 2].func) in LOADERS
 
 
 def _fake_tensor_mode(ctx: "Context", expr: cst.BaseExpression) -> bool:
@@ -548,18 +539,22 @@ def _fake_tensor_mode(ctx: "Context", expr: cst.BaseExpression) -> bool:
 _CALLING_BUILTINS = frozenset({"map", "filter", "sorted", "min", "max"})
 
 
-def _called_at_once(ctx: "Context", chain: Sequence[cst.CSTNode], i: int) -> bool:
-    """Is `chain[i]` (a lambda) handed to a builtin that calls it right here:
-    `map(lambda t: t.cuda(), batch)`, `sorted(xs, key=lambda t: ...)`,
-    `functools.reduce(lambda a, b: ..., xs)`, `xs.sort(key=lambda t: ...)`?"""
+def _runs_here(ctx: "Context", chain: Sequence[cst.CSTNode], i: int) -> bool:
+    """Is `chain[i]` (a lambda) called right where it is written: the map
+    location of a `torch.load`, or handed to a builtin that calls it
+    (`map(lambda t: t.cuda(), batch)`, `sorted(xs, key=lambda t: ...)`,
+    `functools.reduce(lambda a, b: ..., xs)`, `xs.sort(key=lambda t: ...)`)?"""
     if i < 2 or not isinstance(chain[i - 1], cst.Arg) or not isinstance(chain[i - 2], cst.Call):
         return False
+    from .placements import LOADERS  # placements imports the context, which imports this
+
     func = chain[i - 2].func  # type: ignore[attr-defined]
-    if type(func) is cst.Name:
-        return func.value in _CALLING_BUILTINS and ctx.lookup(func.value) is None  # type: ignore[attr-defined]
+    if type(func) is cst.Name and func.value in _CALLING_BUILTINS:  # type: ignore[attr-defined]
+        return ctx.lookup(func.value) is None  # type: ignore[attr-defined]
     if type(func) is cst.Attribute and func.attr.value == "sort":  # type: ignore[attr-defined]
         return True
-    return ctx.qualify(func) == "functools.reduce"
+    qual = ctx.qualify(func)
+    return qual == "functools.reduce" or qual in LOADERS
 
 
 def _comp_ifs(comp: cst.CompFor) -> Iterator[cst.CompIf]:
