@@ -276,7 +276,11 @@ def _parse_and_walk(text: str, result: FileResult, active: Sequence[type[Rule]])
         result.diagnostics = [_diagnostic(SYNTAX_ERROR, message, filename, line, col, line, col)]
         return result
     if reports:
-        result.diagnostics = _positioned(module, reports, filename)
+        # The position walk and block indents rebuild parsed nodes: validating
+        # them again would only re-prove the parse, and libcst's validator
+        # rejects some code CPython accepts (`assert(x if c else y)`).
+        with _unvalidated():
+            result.diagnostics = _positioned(module, reports, filename)
         result.diagnostics = suppression.filter_noqa(text, result.diagnostics)
         if expanded is not None:
             result.diagnostics = [_in_original(d, expanded) for d in result.diagnostics]
@@ -286,7 +290,7 @@ def _parse_and_walk(text: str, result: FileResult, active: Sequence[type[Rule]])
 def _readable_copy(text: str) -> Optional[ExpandedIndent]:
     """For a file libcst refuses: a copy with its indentation's tabs expanded,
     if CPython compiles the file and libcst parses the copy."""
-    if "\t" not in text or _compile_error(text) is not None:
+    if "\t" not in text or compile_error(text) is not None:
         return None
     expanded = expand_indent_tabs(text)
     if expanded is None:
@@ -312,7 +316,7 @@ def _in_original(diagnostic: Diagnostic, expanded: ExpandedIndent) -> Diagnostic
 _NUL_MESSAGE = "SyntaxError: source code cannot contain null bytes"
 
 
-def _compile_error(text: str) -> Optional[Exception]:
+def compile_error(text: str) -> Optional[Exception]:
     """What CPython's compiler raises on `text`, or None if it compiles."""
     try:
         with warnings.catch_warnings():
@@ -333,7 +337,7 @@ def _nul_position(text: str) -> Optional[tuple[int, int]]:
 
 def _cpython_refuses(text: str) -> Optional[tuple[int, int, str]]:
     """(line, column, message) of CPython's syntax error in `text`, or None if it compiles."""
-    error = _compile_error(text)
+    error = compile_error(text)
     if error is None:
         return None
     if not isinstance(error, SyntaxError):
@@ -347,7 +351,7 @@ def _cpython_refuses(text: str) -> Optional[tuple[int, int, str]]:
 def _syntax_error_position(text: str, exc: cst.ParserSyntaxError) -> tuple[int, int, str]:
     """libcst's native parser places errors loosely; CPython's own parser is
     exact, so ask it on this (rare) path. Falls back to libcst's position."""
-    error = _compile_error(text)
+    error = compile_error(text)
     if isinstance(error, SyntaxError) and error.lineno:
         return error.lineno, max(error.offset or 1, 1), f"SyntaxError: {error.msg}"
     nul = _nul_position(text)

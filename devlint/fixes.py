@@ -10,10 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
 
-import libcst as cst
-
 from .diagnostics import Fix, Location
-from .engine import FileResult, lint_source
+from .engine import FileResult, compile_error, lint_source, parse_module
 from .rule import Rule
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -47,12 +45,16 @@ def apply_edits(text: str, fixes: Sequence[Fix]) -> tuple[str, int]:
     return text, applied
 
 
-def parses(text: str) -> bool:
+def parses(text: str, original: Optional[str] = None) -> bool:
+    """Does `text` parse, by libcst (so devlint can lint it again) and by
+    CPython? libcst's node validator is left out: it refuses some code CPython
+    takes (`assert(x if c else y)`). CPython is not asked when it refuses the
+    `original` as well (code for a newer Python than the one running)."""
     try:
-        cst.parse_module(text)
-        return True
+        parse_module(text)
     except Exception:
         return False
+    return compile_error(text) is None or (original is not None and compile_error(original) is not None)
 
 
 MAX_FIX_PASSES = 10
@@ -68,11 +70,11 @@ def fix_source(text: str, filename: str, rules: Sequence[type[Rule]], unsafe: bo
         if not fixes:
             break
         new_text, applied = apply_edits(text, fixes)
-        if not parses(new_text):
+        if not parses(new_text, text):
             # Keep only the fixes that parse on their own.
-            good = [f for f in fixes if parses(apply_edits(text, [f])[0])]
+            good = [f for f in fixes if parses(apply_edits(text, [f])[0], text)]
             new_text, applied = apply_edits(text, good)
-            if not good or not parses(new_text):
+            if not good or not parses(new_text, text):
                 break
         if new_text == text:
             break

@@ -114,7 +114,7 @@ def fix_text(text: str, filename: str, rules: Sequence[type[Rule]], settings: Se
     removals = [d.fix for d in final.diagnostics if d.code == suppression.UNUSED_NOQA[0] and d.fix is not None]
     if removals:
         new_text, removed = apply_edits(fixed, removals)
-        if removed and parses(new_text):
+        if removed and parses(new_text, fixed):
             final = lint_text(new_text, filename, rules, settings)
             final.fixed_text, final.fixes_applied = new_text, result.fixes_applied + removed
             return final

@@ -185,6 +185,32 @@ def test_string_literals_cpython_refuses_are_dev000(tmp_path):
     assert "escape.py:2:28: DEV000 SyntaxError: (unicode error) 'unicodeescape' codec can't decode" in out.stdout
 
 
+def test_code_libcst_validation_refuses_is_linted_and_fixed(tmp_path):
+    # `assert(x if c else y)`: CPython takes it, libcst's node validator does not
+    # ("Must have at least one space after 'assert'"); rebuilding the tree for
+    # positions or fixes used to turn the file into an internal error.
+    text = (
+        "import torch\n\n\ndef run(x, debris):\n"
+        "    assert(x.cuda() if debris else True)\n    return x\n\n\n"
+        "model = torch.load('model.pt')\n"
+    )
+    write(tmp_path, "paren_assert.py", text)
+    out = lint(tmp_path, "paren_assert.py")
+    assert out.returncode == 1 and out.stderr == ""
+    assert "paren_assert.py:5:12: DEV101" in out.stdout
+    assert "paren_assert.py:9:9: DEV103" in out.stdout
+    fixed = subprocess.run(
+        [sys.executable, "-m", "devlint", "--no-cache", "--fix", "--unsafe-fixes", "paren_assert.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert (fixed.returncode, fixed.stderr) == (0, ""), fixed.stderr
+    assert "Fixed 2 problems" in fixed.stdout
+    after = (tmp_path / "paren_assert.py").read_text()
+    assert 'assert(x.to("cuda" if torch.cuda.is_available() else "cpu") if debris else True)' in after
+    assert "torch.load('model.pt', map_location=\"cpu\")" in after
+    compile(after, "paren_assert.py", "exec")
+
+
 def test_binary_junk_named_py_is_one_clear_error(tmp_path):
     write(tmp_path, "junk.py", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR torch .cuda( \xff\xfe\x00")
     out = lint(tmp_path, "junk.py")

@@ -105,7 +105,7 @@ def check_text(text: str, prefilter: bool = True) -> None:
     if fixed.fixed_text is None:
         return
     new = fixed.fixed_text
-    assert parses(new), "the fixed text does not parse"
+    assert parses(new, text), "the fixed text does not parse"
     check_positions(fixed.diagnostics, new)
     again = fix_source(new, "fuzz.py", ALL, unsafe=True)
     assert again.fixed_text is None, "the fixed text is not a fixpoint: fixing it again changes it"
@@ -309,7 +309,7 @@ def test_random_byte_flips_through_lint_path(tmp_path):
         after = path.read_bytes()
         if after != data:
             new = _decoded(after)
-            assert new is not None and parses(new), f"--fix wrote a file that does not parse {where}"
+            assert new is not None and parses(new, text), f"--fix wrote a file that does not parse {where}"
             assert lint_path(path, fix).fixed_text is None, f"--fix output is not a fixpoint {where}"
             assert path.read_bytes() == after, where
 

@@ -8,6 +8,7 @@ from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
 from ..semantics import classes
+from ..semantics.tree import children
 
 _LIST_DISPLAYS = (cst.List, cst.Tuple, cst.ListComp)
 _DICT_DISPLAYS = (cst.Dict, cst.DictComp)
@@ -246,7 +247,7 @@ def _statements(function: cst.FunctionDef):
             yield node
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(node.children)
+        stack.extend(children(node))  # not `node.children`: libcst rebuilds (and re-validates) each node
 
 
 def _stored_on_self(function: cst.FunctionDef, name: str) -> bool:
