@@ -499,6 +499,8 @@ def is_guarded(
                 return True
             if kind.cuda_only_code and imports_cuda_only_library(node):
                 return True
+            if type(node) is cst.ClassDef and _instances_need_one(ctx, node, chain, i, kind):
+                return True
         elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             # `[t.cuda() for t in ts if torch.cuda.is_available()]`
             if child is not node.for_in and any(kind.mentions(ctx, c.test) for c in _comp_ifs(node.for_in)):
@@ -514,6 +516,35 @@ def is_guarded(
             if not _runs_here(ctx, chain, i):
                 return True
     return False
+
+
+def _instances_need_one(
+    ctx: "Context", cls: cst.ClassDef, chain: Sequence[cst.CSTNode], i: int, kind: GuardKind
+) -> bool:
+    """Is `chain[i + 2]` an instance method of `cls`, whose `__init__` exits
+    without an accelerator (`if not torch.cuda.is_available(): raise ...`)?
+    No instance exists without one, so none of its methods runs without one."""
+    method = chain[i + 2] if i + 2 < len(chain) else None
+    if type(method) is not cst.FunctionDef or method.name.value == "__init__":  # type: ignore[attr-defined]
+        return False
+    if any(_decorator_name(d.decorator) in ("staticmethod", "classmethod") for d in method.decorators):  # type: ignore[attr-defined]
+        return False
+    body = cls.body.body if type(cls.body) is cst.IndentedBlock else ()
+    init = next((s for s in body if type(s) is cst.FunctionDef and s.name.value == "__init__"), None)
+    if init is None or type(init.body) is not cst.IndentedBlock:  # type: ignore[attr-defined]
+        return False
+    # Reaching every method, the exit must test a real probe (`torch.cuda.is_available()`,
+    # a name bound to one), not a name's words (`if not _XLA_AVAILABLE: raise`).
+    exit_kind = PROBED if kind is AVAILABILITY else kind
+    for stmt in init.body.body:  # type: ignore[attr-defined]
+        small = stmt.body if type(stmt) is cst.SimpleStatementLine else (stmt,)
+        if any(is_early_exit(ctx, s, exit_kind) for s in small):  # type: ignore[union-attr]
+            return True
+    return False
+
+
+def _decorator_name(expr: cst.BaseExpression) -> str:
+    return expr.value if type(expr) is cst.Name else ""  # type: ignore[attr-defined]
 
 
 _MOVE_NAME = re.compile(r"(^|_)to_?(cuda|gpu|device|accelerator)|^(cuda|gpu)ify|^(move|send|put)_", re.I)
