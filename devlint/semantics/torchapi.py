@@ -32,12 +32,19 @@ TENSOR_FUNCTIONS = FACTORIES | LIKE_FACTORIES | frozenset(
         "masked_fill cumsum cumprod outer cross norm sort argsort argmax argmin topk "
         "multinomial bernoulli nonzero flip roll repeat_interleave tile diag triu tril "
         "clone chunk_cat addmm baddbmm lerp pow mul add sub div floor ceil round sign "
-        "isnan isinf isfinite logical_and logical_or logical_not bucketize searchsorted dist cdist"
+        "isnan isinf isfinite logical_and logical_or logical_not bucketize searchsorted dist cdist "
+        "stft istft maximum minimum square rsqrt sin cos atan2 neg reciprocal log1p expm1 "
+        "real imag angle view_as_real view_as_complex"
     ).split()
 ) | frozenset(f"torch.nn.functional.{n}" for n in (
     "relu gelu silu softmax log_softmax linear conv1d conv2d conv3d dropout layer_norm "
     "normalize pad interpolate cross_entropy mse_loss l1_loss nll_loss embedding one_hot "
-    "scaled_dot_product_attention"
+    "scaled_dot_product_attention sigmoid tanh leaky_relu elu softplus logsigmoid "
+    "binary_cross_entropy binary_cross_entropy_with_logits smooth_l1_loss kl_div "
+    "cosine_similarity avg_pool1d avg_pool2d max_pool1d max_pool2d adaptive_avg_pool1d "
+    "adaptive_avg_pool2d conv_transpose1d conv_transpose2d grid_sample pixel_shuffle unfold fold"
+).split()) | frozenset(f"torch.fft.{n}" for n in (
+    "fft ifft rfft irfft fft2 ifft2 rfft2 irfft2 fftn ifftn rfftn irfftn fftshift ifftshift"
 ).split())
 
 # torch.nn modules that hold no parameters or buffers (losses are told by
