@@ -51,11 +51,17 @@ class Placement:
 def placement(ctx: "Context", call: cst.Call) -> Optional[Placement]:
     func = call.func
     qual = ctx.qualify(func)
+    if qual is not None and _rebound_import(ctx, func):
+        qual = None  # `Generator = Generator(); Generator.cuda()`: an instance now, not the import
     if qual is not None:
         if qual in _DEVICE_SETTERS:
             arg = _first(call) or keyword(call, "device")
             if arg is None:
                 return None
+            if qual == "torch.cuda.device" and _read_from_data(arg):
+                # `with torch.cuda.device(x.device):` in a kernel wrapper makes the input's
+                # own GPU current: a CUDA device only where the data already is on one.
+                return Placement(call, "setter", arg, ctx.device_of(arg))
             return Placement(call, "setter", arg, _device_or_index(ctx, arg, _DEVICE_SETTERS[qual]))
         if qual in _LOADERS:
             arg = keyword(call, "map_location")
@@ -252,6 +258,27 @@ def _moves_itself(value: cst.BaseExpression, attr: str) -> bool:
         and isinstance(value.func.value.value, cst.Name)
         and value.func.value.value.value == "self"
     )
+
+
+def _read_from_data(arg: cst.BaseExpression) -> bool:
+    """`x.device`, `x.device.index`, `x.get_device()`: where some tensor (or
+    module) already is, not a device picked here."""
+    if type(arg) is cst.Attribute and arg.attr.value == "index":  # type: ignore[attr-defined]
+        arg = arg.value  # type: ignore[attr-defined]
+    if type(arg) is cst.Call and type(arg.func) is cst.Attribute:  # type: ignore[attr-defined]
+        return arg.func.attr.value == "get_device" and not arg.args  # type: ignore[attr-defined]
+    return type(arg) is cst.Attribute and arg.attr.value == "device"  # type: ignore[attr-defined]
+
+
+def _rebound_import(ctx: "Context", func: cst.BaseExpression) -> bool:
+    """Is the head of `func` (`Generator` of `Generator.cuda`) an imported
+    name that the code has since assigned to (`Generator = Generator(1, 3)`)?"""
+    head = func
+    while type(head) is cst.Attribute:
+        head = head.value  # type: ignore[attr-defined]
+    if type(head) is not cst.Name or ctx.imports.aliases.get(head.value) == "torch":  # type: ignore[attr-defined]
+        return False  # not `torch` itself: `except ImportError: torch = None` changes nothing that runs
+    return any(head.value in scope.names for scope in ctx.scopes)  # type: ignore[attr-defined]
 
 
 def _narrowed_to_foreign_class(ctx: "Context", receiver: cst.BaseExpression) -> bool:
