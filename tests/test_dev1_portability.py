@@ -568,7 +568,9 @@ def test_a_device_keyword_that_places_nothing_is_no_cuda_placement():
         "gen = torch.Generator(device='cuda')\n"
     )
     assert codes(src, "DEV101") == [(4, "DEV101")]
-    assert codes(src, "DEV107") == [(2, "DEV107")]
+    # The unguarded CUDA generator makes the script GPU-only: DEV107 leaves it to DEV101.
+    assert codes(src, "DEV107") == []
+    assert codes(src.replace("gen = torch.Generator(device='cuda')\n", ""), "DEV107") == [(2, "DEV107")]
 
 
 def test_a_cuda_type_reached_through_a_name_on_every_path_is_the_legacy_type():
@@ -635,3 +637,45 @@ def test_a_call_that_leaves_out_a_cuda_default_picks_cuda():
         "runner.run(torch.ones(2), device='cpu')\n"
     )
     assert codes(src, "DEV101") == [(10, "DEV101"), (15, "DEV101")]
+
+
+# -- a try around a whole training loop ---------------------------------------
+
+LONG_TRY = """\
+import traceback
+import torch
+
+
+def fit(model, batches, logger):
+    try:
+        model.train()
+        for x in batches:
+            x = x.cuda()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+{extra}    except Exception as exc:
+        logger.info("stopped: %s" % exc)
+        traceback.print_exc()
+"""
+
+
+def test_a_try_whose_nested_body_is_long_and_handler_gives_up_is_no_guard():
+    # Three statements at the top of the try, eight in all: a training loop
+    # whose crash the handler only reports (no fallback to the CPU).
+    src = LONG_TRY.format(extra="            logger.info('step')\n        logger.info('done')\n")
+    assert codes(src, "DEV101") == [(9, "DEV101")]
+
+
+def test_a_short_try_with_a_reporting_handler_still_guards():
+    src = """\
+import torch
+
+
+def to_gpu(x, logger):
+    try:
+        x = x.cuda()
+    except Exception as exc:
+        logger.info("no GPU: %s" % exc)
+    return x
+"""
+    assert codes(src, "DEV101") == []

@@ -7,6 +7,7 @@ import libcst as cst
 from ..claims import Claim
 from ..rule import Rule
 from ..semantics import keyword, torchapi
+from ..semantics.accelerator_only import AcceleratorOnly
 from ..semantics.compat import is_version_fallback
 
 
@@ -32,6 +33,12 @@ class HardcodedAmpDevice(Rule):
     spelling as a fallback for old releases (in a branch chosen by the torch
     version, or in an `except AttributeError:` after trying the new one) is
     what those releases need and is not flagged.
+
+    Nor is a literal CUDA autocast or scaler in a function that places on a
+    hardcoded CUDA device unguarded, or in a script whose own module code
+    does (itself or through a function of the file it calls, `main()`): it
+    crashes before mixed precision could switch off, and DEV101 reports that.
+    The deprecated spelling is flagged there too: it warns on every machine.
 
     Not flagged: `device_type=str(device)`. Old PyTorch releases rejected a
     device type with an index (`'cuda:0'`); torch 2.13 accepts it.
@@ -70,7 +77,13 @@ class HardcodedAmpDevice(Rule):
     )
     triggers = ("amp", "autocast")
 
+    def __init__(self, ctx, sink) -> None:
+        super().__init__(ctx, sink)
+        self._accelerator_only = AcceleratorOnly(ctx)
+
     def visit_Call(self, node: cst.Call) -> None:
+        if self._accelerator_only.note(node):
+            return
         qual = self.ctx.qualify(node.func)
         if qual is None:
             return
@@ -96,7 +109,8 @@ class HardcodedAmpDevice(Rule):
                 return
             message, what = self.message, f'{_public_name(qual)}("cuda")'
         if _enabled_by_default(node):
-            self.report(node, message.format(what=what), condition=self.ctx.unguarded())
+            unguarded, crashes_first = self.ctx.unguarded(), self._accelerator_only.here()
+            self.report(node, message.format(what=what), condition=lambda: unguarded() and not crashes_first())
 
 
 def _first(call: cst.Call) -> Optional[cst.BaseExpression]:

@@ -7,9 +7,9 @@ import libcst as cst
 from ..claims import Claim
 from ..diagnostics import FixAvailability
 from ..rule import NodeFix, Rule
-from ..semantics import bindings, dataloading, helper_reads, torchapi
+from ..semantics import bindings, dataloading
+from ..semantics.accelerator_only import AcceleratorOnly
 from ..semantics.context import string_value
-from ..semantics.placements import placement
 from ..semantics.tree import iter_subtree
 
 
@@ -71,18 +71,13 @@ class PinMemoryWithoutAccelerator(Rule):
 
     def __init__(self, ctx, sink) -> None:
         super().__init__(ctx, sink)
-        # Per function (or the module): its hardcoded accelerator placements'
-        # "unguarded" conditions. Code that cannot run without an accelerator gains
-        # nothing from a pinning warning; a helper beside it in the file still may.
-        self._needs_accelerator: dict[int, list] = {}
+        # Code that cannot run without an accelerator gains nothing from a
+        # pinning warning; a helper beside it in the file still may.
+        self._accelerator_only = AcceleratorOnly(ctx)
 
     def visit_Call(self, node: cst.Call) -> None:
-        found = placement(self.ctx, node)
-        if found is not None and any(found.hardcoded(t) for t in torchapi.ACCELERATOR_TYPES):
-            self._needs_accelerator.setdefault(id(self.ctx.scopes[-1].node), []).append(self.ctx.unguarded())
+        if self._accelerator_only.note(node):
             return
-        if len(self.ctx.scopes) == 1:
-            self._note_script_call(node)
         if not dataloading.is_dataloader(self.ctx, node):
             return
         for arg in node.args:
@@ -93,28 +88,12 @@ class PinMemoryWithoutAccelerator(Rule):
             else:
                 continue
             if value is not None and _always_true(self.ctx, value):
-                unguarded = self.ctx.unguarded()
-                needs = self._needs_accelerator.setdefault(id(self.ctx.scopes[-1].node), [])
-                # The script's own top-level code (its main block included) too: if
-                # that needs an accelerator unguarded, the file never runs without one.
-                script_needs = self._needs_accelerator.setdefault(id(self.ctx.scopes[0].node), [])
+                unguarded, crashes_first = self.ctx.unguarded(), self._accelerator_only.here()
                 self.report(
                     value if arg.star else arg,
                     fix=self._fix(value) if value.value == "True" else None,
-                    condition=lambda: unguarded() and not any(crashes() for crashes in (*needs, *script_needs)),
+                    condition=lambda: unguarded() and not crashes_first(),
                 )
-
-    def _note_script_call(self, node: cst.Call) -> None:
-        """Module code calling a function of the file (`main()` under `if __name__
-        == "__main__":`, `train(loader)`): the script needs an accelerator when
-        the call is unguarded and the function places on one unguarded."""
-        found = helper_reads.callee(self.ctx, node)
-        if found is None:
-            return
-        called, unguarded = self._needs_accelerator.setdefault(id(found[1]), []), self.ctx.unguarded()
-        self._needs_accelerator.setdefault(id(self.ctx.scopes[0].node), []).append(
-            lambda: unguarded() and any(crashes() for crashes in called)
-        )
 
     def _fix(self, value: cst.Name) -> Optional[NodeFix]:
         torch = self.ctx.torch_alias()

@@ -1,13 +1,14 @@
-"""DEV403 stays silent where the pinning warning could never show: in a file
-whose own top-level code needs an accelerator unguarded, as in the function
-itself."""
+"""DEV403 and DEV107 stay silent where their warning could never show: in a
+function that needs an accelerator unguarded, or in a file whose own
+top-level code does (semantics/accelerator_only.py). DEV101 reports the
+crash that comes first."""
 
 from __future__ import annotations
 
 from devlint import registry
 from devlint.engine import lint_source
 
-RULES = [registry.by_code()[code] for code in ("DEV403", "DEV101", "DEV102")]
+RULES = [registry.by_code()[code] for code in ("DEV403", "DEV107", "DEV101", "DEV102")]
 
 SCRIPT = """\
 import torch
@@ -88,3 +89,51 @@ def train(loader):
 train(loader)
 """
     assert codes(src) == [(9, "DEV101")]
+
+
+AMP = """\
+import torch
+
+
+def train(model, batch):
+    model{move}
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        return model(batch.to(next(model.parameters()).device))
+
+
+def main():
+    model = torch.nn.Linear(4, 2)
+    {main_move}
+    scaler = torch.amp.GradScaler()
+    return train(model, torch.randn(2, 4)), scaler
+
+
+main()
+"""
+
+
+def test_autocast_beside_a_hardcoded_cuda_placement_is_left_to_dev101():
+    found = codes(AMP.format(move=".cuda()", main_move="pass"))
+    assert found == [(5, "DEV101"), (13, "DEV107")]  # the scaler in main() may still run without a GPU
+
+
+def test_a_gpu_only_main_silences_the_whole_script():
+    found = codes(AMP.format(move=".cuda()", main_move="model.cuda()"))
+    assert found == [(5, "DEV101"), (12, "DEV101")]
+
+
+def test_autocast_in_code_that_may_run_on_the_cpu_is_reported():
+    move = '.to("cuda" if torch.cuda.is_available() else "cpu")'
+    found = codes(AMP.format(move=move, main_move="pass"))
+    assert found == [(6, "DEV107"), (13, "DEV107")]
+
+
+def test_the_deprecated_spelling_is_reported_even_in_gpu_only_code():
+    src = """\
+import torch
+
+model = torch.nn.Linear(4, 2).cuda()
+with torch.cuda.amp.autocast():
+    out = model(torch.randn(2, 4).cuda())
+"""
+    assert codes(src) == [(3, "DEV101"), (4, "DEV107"), (5, "DEV101")]

@@ -1,0 +1,58 @@
+"""Code that cannot run without an accelerator: a function (or the module)
+that places on a hardcoded accelerator unguarded, and a script whose module
+code calls such a function of the file (`main()`, `train(loader)`). What
+only goes wrong without an accelerator (a pinning warning, autocast
+switching itself off) adds nothing there: DEV101/DEV102 already report the
+crash that comes first."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import libcst as cst
+
+from . import helper_reads, torchapi
+from .placements import placement
+
+if TYPE_CHECKING:
+    from .context import Context
+
+
+class AcceleratorOnly:
+    """Per function (or the module), the "unguarded" conditions of its
+    hardcoded accelerator placements, filled while the file is walked and
+    asked once it is known. A rule keeps one and shows it every call."""
+
+    def __init__(self, ctx: "Context") -> None:
+        self.ctx = ctx
+        self._needs: dict[int, list[Callable[[], bool]]] = {}
+
+    def note(self, call: cst.Call) -> bool:
+        """Record `call`; True if it places on a hardcoded accelerator."""
+        ctx = self.ctx
+        found = placement(ctx, call)
+        if found is not None and any(found.hardcoded(t) for t in torchapi.ACCELERATOR_TYPES):
+            self._needs.setdefault(id(ctx.scopes[-1].node), []).append(ctx.unguarded())
+            return True
+        if len(ctx.scopes) == 1:
+            self._note_script_call(call)
+        return False
+
+    def here(self) -> Callable[[], bool]:
+        """A condition: the current function, or the script's own module code
+        (its main block included), cannot run without an accelerator."""
+        needs = self._needs.setdefault(id(self.ctx.scopes[-1].node), [])
+        script_needs = self._needs.setdefault(id(self.ctx.scopes[0].node), [])
+        return lambda: any(crashes() for crashes in (*needs, *script_needs))
+
+    def _note_script_call(self, call: cst.Call) -> None:
+        """Module code calling a function of the file: the script needs an
+        accelerator when the call is unguarded and the function places on one
+        unguarded."""
+        found = helper_reads.callee(self.ctx, call)
+        if found is None:
+            return
+        called, unguarded = self._needs.setdefault(id(found[1]), []), self.ctx.unguarded()
+        self._needs.setdefault(id(self.ctx.scopes[0].node), []).append(
+            lambda: unguarded() and any(crashes() for crashes in called)
+        )
