@@ -157,7 +157,12 @@ class SubmodulesInPlainList(Rule):
     def _unregistered_otherwise(self, info, attr: str, value: cst.BaseExpression) -> bool:
         facts = classes.attributes(info)
         seen = facts.get(attr)
-        if facts.dynamic_registration or seen.registered or seen.passed:
+        # Handed to a call, the list may be registered or owned there; not when
+        # the call only iterates or inspects it (`enumerate(self.layers)`).
+        handed_off = any(
+            not (type(callee) is cst.Name and callee.value in _INSPECTING_BUILTINS) for callee, _ in seen.passed_to
+        )
+        if facts.dynamic_registration or seen.registered or handed_off:
             return False
         # Assigned something else elsewhere (`self.layers = nn.ModuleList(self.layers)`).
         return all(v is value or isinstance(v, (*_LIST_DISPLAYS, *_DICT_DISPLAYS)) for _, v in seen.assigned_in)
@@ -236,6 +241,12 @@ def _params(function: cst.FunctionDef) -> set[str]:
 
 
 _REGISTERING_CALLS = frozenset({"add_module", "register_module", "setattr"})
+
+
+# Builtins that iterate or inspect a list and keep nothing of it.
+_INSPECTING_BUILTINS = frozenset(
+    "enumerate zip len reversed iter list tuple sorted map filter any all sum min max print isinstance".split()
+)
 
 
 def _statements(function: cst.FunctionDef):
