@@ -53,9 +53,36 @@ def _identifiers(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
             yield node  # type: ignore[misc]  # `config["USE_CUDA"]`: a flag under its key
         if kind is cst.Lambda or kind is cst.FunctionDef or kind is cst.ClassDef:
             continue
-        if kind is cst.Comparison and loops.main_process(node, strict=True):  # type: ignore[arg-type]
-            continue  # `rank == 0` picks the main process; every machine has one
+        if kind is cst.Comparison:
+            if loops.main_process(node, strict=True):  # type: ignore[arg-type]
+                continue  # `rank == 0` picks the main process; every machine has one
+            if _legacy_cuda_type_test(node):  # type: ignore[arg-type]
+                yield node  # type: ignore[misc]
+                continue
         stack.extend(children(node))
+
+
+def _legacy_cuda_type_test(test: cst.Comparison) -> bool:
+    """`x.type() == "torch.cuda.HalfTensor"`, `x.type() in ("torch.cuda.FloatTensor", ...)`:
+    true only for a tensor on a GPU (the `else` of `==` may hold anywhere)."""
+    if len(test.comparisons) != 1:
+        return False
+    op = type(test.comparisons[0].operator)
+    if op is not cst.Equal and op is not cst.In and op is not cst.Is:
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    call = left if type(left) is cst.Call else right
+    other = right if call is left else left
+    if type(call) is not cst.Call or call.args:  # type: ignore[attr-defined]
+        return False
+    func = call.func  # type: ignore[attr-defined]
+    if type(func) is not cst.Attribute or func.attr.value != "type":  # type: ignore[attr-defined]
+        return False
+    texts = [other] if type(other) is cst.SimpleString else [
+        e.value for e in getattr(other, "elements", ()) if type(e) is cst.Element
+    ]
+    values = [t.evaluated_value if type(t) is cst.SimpleString else None for t in texts]  # type: ignore[attr-defined]
+    return bool(values) and all(isinstance(v, str) and v.startswith("torch.cuda.") for v in values)
 
 
 def _word(ident: cst.BaseExpression) -> str:
@@ -64,7 +91,7 @@ def _word(ident: cst.BaseExpression) -> str:
         return ident.value
     if isinstance(ident, cst.Attribute):
         return ident.attr.value
-    return string_key(ident) or ""  # type: ignore[arg-type]
+    return (string_key(ident) or "") if type(ident) is cst.Subscript else ""  # type: ignore[arg-type]
 
 
 def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True) -> bool:
@@ -73,6 +100,8 @@ def mentions_availability(ctx: "Context", expr: cst.CSTNode, loose: bool = True)
     `loose` also accepts names that only sound like it (`args.cuda`, `use_gpu`);
     strict asks for a real probe (`torch.cuda.is_available()`) or a flag made from one."""
     for ident in _identifiers(expr):
+        if type(ident) is cst.Comparison:
+            return True  # `x.type() == "torch.cuda.HalfTensor"`: x is on a GPU
         qual = ctx.imports.qualify(ident)
         if qual in torchapi.AVAILABILITY_PROBES:
             return True
@@ -143,7 +172,9 @@ def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
     if isinstance(ident, cst.Name):
         default = ctx.param_default(ident.value)
         if isinstance(default, cst.Name) and default.value == "True":
-            return True
+            # `def mixup(x, use_cuda=True)` whose every call in the file passes
+            # `use_cuda=torch.cuda.is_available()`: the default is never used.
+            return not _every_call_passes_a_probe(ctx, ident.value)
         bound = ctx.lookup(ident.value)
         return bound is not None and bound.kind is Kind.TRUE_CONSTANT
     if isinstance(ident, cst.Attribute):
@@ -159,6 +190,45 @@ def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
         # the accelerator off, off by default, leaves the accelerator path on.
         return ident.attr.value in ctx.false_default_options and bool(_OFF_SWITCH.search(ident.attr.value))
     return False
+
+
+def _every_call_passes_a_probe(ctx: "Context", param: str) -> bool:
+    """Is the function whose parameter `param` is called in this file, and
+    does every call pass a real probe for it (`use_cuda=torch.cuda.is_available()`,
+    or a name bound to one)? Known once the whole file is walked."""
+    function = next(
+        (scope.node for scope in reversed(ctx.scopes) if scope.kind == "function" and param in scope.params), None
+    )
+    if type(function) is not cst.FunctionDef:
+        return False
+    name = function.name.value  # type: ignore[attr-defined]
+    params = [p.name.value for p in function.params.params]  # type: ignore[attr-defined]
+    sites = ctx.call_sites.get(name) or []
+    calls = [(site[0][-1], site[1]) for site in sites]
+    if not calls or any(type(call) is not cst.Call or dotted(call.func) != name for call, _ in calls):  # type: ignore[attr-defined]
+        return False  # also handed over to run elsewhere (`Process(target=f)`): the default may be used
+    saved = ctx.scopes
+    try:
+        for call, scopes in calls:
+            value = _argument_for(call, param, params)  # type: ignore[arg-type]
+            ctx.scopes = scopes
+            if value is None or not mentions_availability(ctx, value, loose=False):
+                return False
+    finally:
+        ctx.scopes = saved
+    return True
+
+
+def _argument_for(call: cst.Call, param: str, params: list[str]) -> Optional[cst.BaseExpression]:
+    """What `call` passes for `param`: by keyword, or by position."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in positional):
+        return None
+    index = params.index(param) if param in params else len(positional)
+    return positional[index].value if index < len(positional) else None
 
 
 # Option names that switch the accelerator off (`--no-cuda`, `--nocuda`, `--cpu`, `--disable-gpu`).
@@ -250,6 +320,8 @@ def probe_polarity(ctx: "Context", test: cst.BaseExpression, depth: int = 0) -> 
             return True
         return None
     if kind is cst.Comparison and len(test.comparisons) == 1:  # type: ignore[attr-defined]
+        if _legacy_cuda_type_test(test):  # type: ignore[arg-type]
+            return True
         return _count_polarity(ctx, test)  # type: ignore[arg-type]
     if kind is cst.Name and depth < 3:
         source = bindings.certain_source(ctx, test)  # type: ignore[arg-type]
@@ -427,8 +499,33 @@ def _tests_oom_message(test: cst.BaseExpression) -> bool:
     )
 
 
-def _long_body(body: cst.BaseSuite) -> bool:
-    return isinstance(body, cst.IndentedBlock) and len(body.body) > 5
+def _long_body(body: cst.BaseSuite, limit: int = 5) -> bool:
+    """More than `limit` statements, nested ones counted (a `for` loop of
+    sixty lines is long, whatever the try's own statement count)."""
+    return _statement_count(body, limit) > limit
+
+
+def _statement_count(body: cst.BaseSuite, limit: int) -> int:
+    """Statements in `body`, nested blocks included, counted up to just past `limit`."""
+    if type(body) is not cst.IndentedBlock:
+        return 1
+    count = 0
+    for stmt in body.body:  # type: ignore[attr-defined]
+        count += 1
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, field, None)
+            if type(inner) is cst.Else or type(inner) is cst.Finally:
+                inner = inner.body
+            elif type(inner) is cst.If:  # `elif`
+                count += _statement_count(cst.IndentedBlock(body=[inner]), limit)
+                continue
+            if type(inner) is cst.IndentedBlock:
+                count += _statement_count(inner, limit)
+        for handler in getattr(stmt, "handlers", ()):
+            count += _statement_count(handler.body, limit)
+        if count > limit:
+            break
+    return count
 
 
 def _gives_up(body: cst.BaseSuite) -> bool:
