@@ -679,3 +679,46 @@ def to_gpu(x, logger):
     return x
 """
     assert codes(src, "DEV101") == []
+
+
+# -- a default-True flag and the calls that set it ------------------------------
+
+MIXUP = """\
+import torch
+
+
+def mixup(x, alpha=1.0, use_cuda=True):
+    if use_cuda:
+        index = torch.randperm(x.size(0)).cuda()
+    else:
+        index = torch.randperm(x.size(0))
+    return x[index]
+
+
+available = torch.cuda.is_available()
+{calls}
+"""
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "mixup(torch.zeros(3), use_cuda=torch.cuda.is_available())",
+        "mixup(torch.zeros(3), 0.5, available)\nmixup(torch.zeros(3), use_cuda=available and True)",
+    ],
+)
+def test_a_default_true_flag_every_call_sets_from_the_probe_is_a_guard(calls):
+    assert codes(MIXUP.format(calls=calls), "DEV101") == []
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "",  # no call: the default is what runs
+        "mixup(torch.zeros(3), use_cuda=available)\nmixup(torch.zeros(3))",
+        "mixup(torch.zeros(3), use_cuda=not available)",
+        "mixup(torch.zeros(3), use_cuda=args.cuda)",
+    ],
+)
+def test_a_default_true_flag_some_call_leaves_on_is_no_guard(calls):
+    assert codes(MIXUP.format(calls=calls), "DEV101") == [(6, "DEV101")]

@@ -39,7 +39,9 @@ _BROAD_EXCEPTIONS = frozenset(
 
 
 def _identifiers(expr: cst.CSTNode) -> Iterator[cst.BaseExpression]:
-    """Every Name/Attribute chain (outermost first) and Call in an expression."""
+    """Every Name/Attribute chain (outermost first), flag read by key
+    (`cfg["use_gpu"]`) and legacy CUDA type test (`x.type() == "torch.cuda.FloatTensor"`)
+    in an expression."""
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
@@ -68,7 +70,7 @@ def _legacy_cuda_type_test(test: cst.Comparison) -> bool:
     if len(test.comparisons) != 1:
         return False
     op = type(test.comparisons[0].operator)
-    if op is not cst.Equal and op is not cst.In and op is not cst.Is:
+    if op is not cst.Equal and op is not cst.In:
         return False
     left, right = test.left, test.comparisons[0].comparator
     call = left if type(left) is cst.Call else right
@@ -193,16 +195,20 @@ def _true_default_flag(ctx: "Context", ident: cst.BaseExpression) -> bool:
 
 
 def _every_call_passes_a_probe(ctx: "Context", param: str) -> bool:
-    """Is the function whose parameter `param` is called in this file, and
-    does every call pass a real probe for it (`use_cuda=torch.cuda.is_available()`,
-    or a name bound to one)? Known once the whole file is walked."""
+    """Does every call in this file of the function that has the parameter
+    `param` (and there is one) pass a value that holds only with an
+    accelerator (`use_cuda=torch.cuda.is_available()`, a name bound to one)?
+    Known once the whole file is walked."""
     function = next(
         (scope.node for scope in reversed(ctx.scopes) if scope.kind == "function" and param in scope.params), None
     )
     if type(function) is not cst.FunctionDef:
         return False
     name = function.name.value  # type: ignore[attr-defined]
-    params = [p.name.value for p in function.params.params]  # type: ignore[attr-defined]
+    signature = function.params  # type: ignore[attr-defined]
+    params = [p.name.value for p in (*signature.posonly_params, *signature.params)]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]  # a method called by its bare name is another function: keywords still tell
     sites = ctx.call_sites.get(name) or []
     calls = [(site[0][-1], site[1]) for site in sites]
     if not calls or any(type(call) is not cst.Call or dotted(call.func) != name for call, _ in calls):  # type: ignore[attr-defined]
@@ -212,7 +218,7 @@ def _every_call_passes_a_probe(ctx: "Context", param: str) -> bool:
         for call, scopes in calls:
             value = _argument_for(call, param, params)  # type: ignore[arg-type]
             ctx.scopes = scopes
-            if value is None or not mentions_availability(ctx, value, loose=False):
+            if value is None or probe_polarity(ctx, value) is not True:
                 return False
     finally:
         ctx.scopes = saved
