@@ -343,3 +343,28 @@ def test_a_branch_that_leaves_the_training_loop_runs_once_but_a_break_of_an_inne
 def test_a_branch_that_leaves_by_raising_runs_once():
     src = LEAVING.replace("                break\n", "                raise RuntimeError(attempt)\n")
     assert rows(src) == []
+
+
+DIVERGENCE = """\
+import math
+import torch
+
+model = torch.nn.Linear(4, 1).to("cuda" if torch.cuda.is_available() else "cpu")
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in torch.randn(10, 8, 4):
+    loss = model(x.to(next(model.parameters()).device)).sum()
+    loss.backward()
+    opt.step()
+    value = loss.item()
+    {use}
+"""
+
+
+def test_a_value_read_for_a_test_that_leaves_the_loop_is_read_on_purpose():
+    assert rows(DIVERGENCE.format(use="if math.isnan(value):\n        raise RuntimeError('diverged')")) == []
+    assert rows(DIVERGENCE.format(use="if value > 1e8:\n        break")) == []
+
+
+def test_a_value_read_for_anything_else_is_a_sync_per_step():
+    assert rows(DIVERGENCE.format(use="if value > 1e8:\n        print('big')")) == [10]
+    assert rows(DIVERGENCE.format(use="history = value")) == [10]

@@ -48,7 +48,8 @@ class HostSyncInLoop(Rule):
     class counts, such as `self.model.cuda()` in `__init__`: a loop that
     trains on the CPU waits for nothing), in the loop's body (loops nested in it included), not in a check (`assert ...`,
     `self.assertEqual(...)`), not in the test of an `if` that leaves the loop
-    (`if loss.item() < tol: break` must read the value now) or in a
+    (`if loss.item() < tol: break` must read the value now, as must
+    `value = loss.item()` followed by `if math.isnan(value): raise ...`) or in a
     branch that leaves it (`if diverged: print(loss.item()); break` runs once), and not under a
     condition that may skip steps:
     a comparison, a `%`, a call, or a flag named for logging (`if verbose:`,
@@ -234,6 +235,8 @@ class HostSyncInLoop(Rule):
             if isinstance(node, cst.If) and i + 1 < len(stack) and stack[i + 1] is node.test:
                 if guards.exits(node.body):
                     return True
+            if type(node) is cst.SimpleStatementLine and _read_for_an_exit_test(stack, i):
+                return True
             if isinstance(node, (cst.If, cst.Else)) and i + 1 < len(stack) and stack[i + 1] is node.body:
                 leaves = _leaves(node.body)
                 if leaves == "all" or (leaves == "loop" and not any(k < i for k in inner)):
@@ -411,6 +414,27 @@ def _computed_on_device(ctx: Context, expr: cst.BaseExpression, depth: int = 0) 
     if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SYNC_METHODS:
         return False
     return any(not arg.star and _on_device_operand(ctx, arg.value, depth) for arg in expr.args)
+
+
+def _read_for_an_exit_test(stack: list[cst.CSTNode], i: int) -> bool:
+    """`value = loss.item()` (the statement at `stack[i]`, the read its whole
+    value) followed in the same block by `if math.isnan(value): raise ...`:
+    the value decides whether to go on, as if read in the test itself."""
+    if i < 1 or i + 2 >= len(stack) or type(stack[i - 1]) is not cst.IndentedBlock:
+        return False
+    assign = stack[i + 1]
+    if type(assign) is not cst.Assign or stack[i + 2] is not assign.value or len(assign.targets) != 1:  # type: ignore[attr-defined]
+        return False
+    target = assign.targets[0].target  # type: ignore[attr-defined]
+    if type(target) is not cst.Name:
+        return False
+    block = stack[i - 1].body  # type: ignore[attr-defined]
+    later = block[next(k for k, s in enumerate(block) if s is stack[i]) + 1:]
+    return any(
+        type(s) is cst.If and guards.exits(s.body)  # type: ignore[attr-defined]
+        and any(type(n) is cst.Name and n.value == target.value for n in iter_subtree(s.test))  # type: ignore[attr-defined]
+        for s in later
+    )
 
 
 def _leaves(block: cst.BaseSuite) -> Optional[str]:
