@@ -137,3 +137,31 @@ with torch.cuda.amp.autocast():
     out = model(torch.randn(2, 4).cuda())
 """
     assert codes(src) == [(3, "DEV101"), (4, "DEV107"), (5, "DEV101")]
+
+
+def test_cuda_handed_to_a_placing_function_makes_the_caller_gpu_only():
+    # main() picks CUDA for train()'s `device`, which train() places with: DEV101
+    # reports the call, and neither the loader's pinning nor the autocast can
+    # warn in a run that never gets past it.
+    src = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(model, loader, device):
+    model.to(device)
+    with torch.autocast("cuda"):
+        for batch in loader:
+            model(batch.to(device))
+
+
+def main():
+    loader = DataLoader([torch.randn(4)] * 16, batch_size=8, pin_memory=True)
+    train(torch.nn.Linear(4, 2), loader, "cuda")
+
+
+main()
+"""
+    assert codes(src) == [(14, "DEV101")]
+    guarded = src.replace('"cuda")\n\n\nmain', '"cuda" if torch.cuda.is_available() else "cpu")\n\n\nmain')
+    assert codes(guarded) == [(7, "DEV107"), (13, "DEV403")]

@@ -1,6 +1,8 @@
 """Code that cannot run without an accelerator: a function (or the module)
-that places on a hardcoded accelerator unguarded, and a script whose module
-code calls such a function of the file (`main()`, `train(loader)`). What
+that places on a hardcoded accelerator unguarded, or hands CUDA to a function
+of the file that places with it (`train(model, loader, "cuda")`), and a
+script whose module code calls such a function of the file (`main()`,
+`train(loader)`). What
 only goes wrong without an accelerator (a pinning warning, autocast
 switching itself off) adds nothing there: DEV101/DEV102 already report the
 crash that comes first."""
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 import libcst as cst
 
-from . import helper_reads, torchapi
+from . import device_parameters, helper_reads, torchapi
 from .placements import placement
 
 if TYPE_CHECKING:
@@ -26,14 +28,27 @@ class AcceleratorOnly:
     def __init__(self, ctx: "Context") -> None:
         self.ctx = ctx
         self._needs: dict[int, list[Callable[[], bool]]] = {}
+        # (function id, parameter) -> conditions of the placements with that
+        # parameter, for calls that give it CUDA (`train(model, loader, "cuda")`).
+        self._param_uses: dict[tuple[int, str], list[Callable[[], bool]]] = {}
 
     def note(self, call: cst.Call) -> bool:
         """Record `call`; True if it places on a hardcoded accelerator."""
         ctx = self.ctx
+        needs = self._needs.setdefault(id(ctx.scopes[-1].node), [])
         found = placement(ctx, call)
         if found is not None and any(found.hardcoded(t) for t in torchapi.ACCELERATOR_TYPES):
-            self._needs.setdefault(id(ctx.scopes[-1].node), []).append(ctx.unguarded())
+            needs.append(ctx.unguarded())
             return True
+        if found is not None:
+            placing = device_parameters.placing_parameter(ctx, found.target)
+            if placing is not None:
+                self._param_uses.setdefault((id(placing[0]), placing[1]), []).append(ctx.unguarded())
+        # A call of the file's function that gives CUDA to a parameter it places with.
+        chosen = device_parameters.passed_devices(ctx, call, "cuda") + device_parameters.omitted_defaults(ctx, call, "cuda")
+        for _, func, param in chosen:
+            unguarded, used = ctx.unguarded(), device_parameters.unguarded_use(self._param_uses, func, param)
+            needs.append(lambda u=unguarded, d=used: u() and d())
         if len(ctx.scopes) == 1:
             self._note_script_call(call)
         return False
