@@ -35,8 +35,9 @@ class HardcodedAmpDevice(Rule):
     what those releases need and is not flagged.
 
     Nor is a literal CUDA autocast or scaler in a function that places on a
-    hardcoded CUDA device unguarded, or in a script whose own module code
-    does (itself or through a function of the file it calls, `main()`): it
+    hardcoded CUDA device unguarded (or hands one to a function of the file
+    that places with it), or in a script whose own module code does (itself
+    or through a function of the file it calls, `main()`): it
     crashes before mixed precision could switch off, and DEV101 reports that.
     The deprecated spelling is flagged there too: it warns on every machine.
 

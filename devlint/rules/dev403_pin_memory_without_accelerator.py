@@ -35,10 +35,11 @@ class PinMemoryWithoutAccelerator(Rule):
     under `if use_cuda:`, and any DataLoader inside a guarded branch. Nor is a
     loader in a function that places data on an accelerator unguarded (CUDA:
     DEV101, MPS: DEV102, as in `"cuda" if torch.cuda.is_available() else
-    "mps"`), or in a file whose own module code (its `__main__` block
-    included) does, itself or through a function of the file it calls
-    (`main()`, `train(loader)`): it cannot run without one, and the pinning
-    warning would only repeat that.
+    "mps"`) or hands CUDA to a function of the file that places with it, or
+    in a file whose own module code (its `__main__` block included) does,
+    itself or through a function of the file it calls (`main()`,
+    `train(loader)`): it cannot run without one, and the pinning warning
+    would only repeat that.
 
     ## Example
     ```python
