@@ -134,37 +134,23 @@ class UnguardedCuda(Rule):
 
     def __init__(self, ctx, sink) -> None:
         super().__init__(ctx, sink)
-        # (function id, parameter) -> "unguarded" conditions of the placements on
-        # that parameter (`def embed(x, device="cuda"): return x.to(device)`).
-        self._param_uses: dict[tuple[int, str], list] = {}
+        # Placements on the parameters of the file's functions (`def embed(x,
+        # device="cuda"): return x.to(device)`), for the calls that give them CUDA.
+        self._parameters = device_parameters.ParameterPlacements()
 
     def visit_Call(self, node: cst.Call) -> None:
-        self._device_chosen_by_call(node)
+        # A call of the file's function that picks CUDA for a parameter it places
+        # with: `embed(batch)` leaving out `device="cuda"`, or `embed(batch, "cuda")`.
+        for callee, param, omitted, condition in self._parameters.cuda_chosen_by(self.ctx, node):
+            how = f"leaves out `{param}`, whose default is CUDA" if omitted else f"is given CUDA for `{param}`, which it places with"
+            self.report(node, f"`{callee}()` {how}: {self.message}", condition=condition)
         found = placement(self.ctx, node)
         if found is None:
             return
         if not found.hardcoded("cuda"):
-            placing = device_parameters.placing_parameter(self.ctx, found.target)
-            if placing is not None:
-                func, param = placing
-                self._param_uses.setdefault((id(func), param), []).append(self.ctx.unguarded())
+            self._parameters.record(self.ctx, found.target)
             return
         self.report(node, fix=self._fix(found), condition=self.ctx.unguarded())
-
-    def _device_chosen_by_call(self, node: cst.Call) -> None:
-        """A call of the file's function that picks CUDA for a parameter it
-        places with: `embed(batch)` leaving out `device="cuda"`, or
-        `embed(batch, "cuda")`."""
-        chosen = [
-            (callee, func, param, f"`{callee}()` leaves out `{param}`, whose default is CUDA: {self.message}")
-            for callee, func, param in device_parameters.omitted_defaults(self.ctx, node, "cuda")
-        ] + [
-            (callee, func, param, f"`{callee}()` is given CUDA for `{param}`, which it places with: {self.message}")
-            for callee, func, param in device_parameters.passed_devices(self.ctx, node, "cuda")
-        ]
-        for _callee, func, param, message in chosen:
-            unguarded, used = self.ctx.unguarded(), device_parameters.unguarded_use(self._param_uses, func, param)
-            self.report(node, message, condition=lambda u=unguarded, d=used: u() and d())
 
     def _fix(self, found: Placement) -> Optional[NodeFix]:
         torch = self.ctx.torch_alias()

@@ -37,9 +37,9 @@ class HardcodedAmpDevice(Rule):
     Nor is a literal CUDA autocast or scaler in a function that places on a
     hardcoded CUDA device unguarded (or hands one to a function of the file
     that places with it), or in a script whose own module code does (itself
-    or through a function of the file it calls, `main()`): it
-    crashes before mixed precision could switch off, and DEV101 reports that.
-    The deprecated spelling is flagged there too: it warns on every machine.
+    or through a function of the file it calls, `main()`): it crashes before
+    mixed precision could switch off, and DEV101 reports that. The
+    deprecated spelling is flagged there too: it warns on every machine.
 
     Not flagged: `device_type=str(device)`. Old PyTorch releases rejected a
     device type with an index (`'cuda:0'`); torch 2.13 accepts it.

@@ -243,10 +243,10 @@ def _params(function: cst.FunctionDef) -> set[str]:
 _REGISTERING_CALLS = frozenset({"add_module", "register_module", "setattr"})
 
 
-# Builtins that iterate or inspect a list and keep nothing of it.
-_INSPECTING_BUILTINS = frozenset(
-    "enumerate zip len reversed iter list tuple sorted map filter any all sum min max print isinstance".split()
-)
+# Builtins that iterate or inspect a list and hand on no copy of it (not
+# `list`, `tuple`, `sorted`, `reversed`: `nn.Sequential(*list(self.blocks))`
+# registers what they return).
+_INSPECTING_BUILTINS = frozenset("enumerate zip len any all sum min max print isinstance".split())
 
 
 def _statements(function: cst.FunctionDef):

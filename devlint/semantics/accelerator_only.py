@@ -2,10 +2,9 @@
 that places on a hardcoded accelerator unguarded, or hands CUDA to a function
 of the file that places with it (`train(model, loader, "cuda")`), and a
 script whose module code calls such a function of the file (`main()`,
-`train(loader)`). What
-only goes wrong without an accelerator (a pinning warning, autocast
-switching itself off) adds nothing there: DEV101/DEV102 already report the
-crash that comes first."""
+`train(loader)`). What only goes wrong without an accelerator (a pinning
+warning, autocast switching itself off) adds nothing there: DEV101/DEV102
+already report the crash that comes first."""
 
 from __future__ import annotations
 
@@ -28,9 +27,7 @@ class AcceleratorOnly:
     def __init__(self, ctx: "Context") -> None:
         self.ctx = ctx
         self._needs: dict[int, list[Callable[[], bool]]] = {}
-        # (function id, parameter) -> conditions of the placements with that
-        # parameter, for calls that give it CUDA (`train(model, loader, "cuda")`).
-        self._param_uses: dict[tuple[int, str], list[Callable[[], bool]]] = {}
+        self._parameters = device_parameters.ParameterPlacements()
 
     def note(self, call: cst.Call) -> bool:
         """Record `call`; True if it places on a hardcoded accelerator."""
@@ -41,14 +38,9 @@ class AcceleratorOnly:
             needs.append(ctx.unguarded())
             return True
         if found is not None:
-            placing = device_parameters.placing_parameter(ctx, found.target)
-            if placing is not None:
-                self._param_uses.setdefault((id(placing[0]), placing[1]), []).append(ctx.unguarded())
+            self._parameters.record(ctx, found.target)
         # A call of the file's function that gives CUDA to a parameter it places with.
-        chosen = device_parameters.passed_devices(ctx, call, "cuda") + device_parameters.omitted_defaults(ctx, call, "cuda")
-        for _, func, param in chosen:
-            unguarded, used = ctx.unguarded(), device_parameters.unguarded_use(self._param_uses, func, param)
-            needs.append(lambda u=unguarded, d=used: u() and d())
+        needs.extend(condition for *_, condition in self._parameters.cuda_chosen_by(ctx, call))
         if len(ctx.scopes) == 1:
             self._note_script_call(call)
         return False

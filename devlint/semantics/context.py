@@ -5,8 +5,9 @@ every node, before and after the rules see it."""
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import libcst as cst
 
@@ -417,12 +418,9 @@ class Context:
 
         def check() -> bool:
             # Judge in the scopes of the reported node (its parameters, its locals).
-            saved, self.scopes = self.scopes, scopes
-            try:
+            with self.in_scopes(scopes):
                 if guards.is_guarded(self, stack, frozenset(), kind):
                     return False
-            finally:
-                self.scopes = saved
             # `def train(): model.cuda()`, called only after `main()`'s
             # `if not torch.cuda.is_available(): sys.exit(1)`: guarded by its callers.
             if kind is guards.AVAILABILITY and function is not None:
@@ -430,6 +428,16 @@ class Context:
             return True
 
         return check
+
+    @contextmanager
+    def in_scopes(self, scopes: list[Scope]) -> Iterator[None]:
+        """Judge, once the file is walked, with the scopes some node was met in
+        (its parameters, its locals), as `call_sites` and `unguarded` keep them."""
+        saved, self.scopes = self.scopes, scopes
+        try:
+            yield
+        finally:
+            self.scopes = saved
 
     def _called_only_where_probed(self, name: str, seen: set[str]) -> bool:
         """Is the file's function `name` called, and only where a real probe
@@ -441,11 +449,8 @@ class Context:
         for stack, scopes, after_exit in sites:
             if after_exit:
                 continue
-            saved, self.scopes = self.scopes, scopes
-            try:
+            with self.in_scopes(scopes):
                 guarded = guards.is_guarded(self, stack, frozenset(), guards.PROBED)
-            finally:
-                self.scopes = saved
             if guarded:
                 continue
             outer = _top_level_function(stack)

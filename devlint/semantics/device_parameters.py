@@ -9,7 +9,7 @@ the finding belongs at that call: it is where the device is chosen, and a
 function whose every caller passes a guarded device has no bug at all.
 
 The walk records, per function of the file, the placements on each of its
-parameters (`uses`: their "unguarded" conditions); a call of that function (a
+parameters (`ParameterPlacements`: their "unguarded" conditions); a call of that function (a
 module-level function, a method through `self` or an instance, a class of
 the file through its `__init__`) that picks CUDA for such a parameter is
 reported when the call itself is unguarded and one of the recorded
@@ -105,9 +105,31 @@ def passed_devices(ctx: "Context", call: cst.Call, device_type: str) -> list[tup
     ]
 
 
-def unguarded_use(uses: dict[tuple[int, str], list[Callable[[], bool]]], func: cst.FunctionDef, param: str) -> Callable[[], bool]:
-    """A condition: does some recorded placement on `param` of `func` run unguarded?"""
-    return lambda: any(unguarded() for unguarded in uses.get((id(func), param), ()))
+class ParameterPlacements:
+    """Filled while a file is walked: the placements on each parameter of the
+    file's functions (their "unguarded" conditions), and so which calls give
+    CUDA to a parameter that is placed with, unguarded."""
+
+    def __init__(self) -> None:
+        self._uses: dict[tuple[int, str], list[Callable[[], bool]]] = {}
+
+    def record(self, ctx: "Context", target: Optional[cst.BaseExpression]) -> None:
+        """A placement on `target`: kept if `target` is a parameter it places with."""
+        placing = placing_parameter(ctx, target)
+        if placing is not None:
+            self._uses.setdefault((id(placing[0]), placing[1]), []).append(ctx.unguarded())
+
+    def cuda_chosen_by(self, ctx: "Context", call: cst.Call) -> list[tuple[str, str, bool, Callable[[], bool]]]:
+        """(callee, parameter, whether its CUDA default is left out, condition)
+        for each parameter this call gives CUDA; the condition holds once the
+        file is known if the call is unguarded and a placement with the parameter is."""
+        chosen = [(*found, True) for found in omitted_defaults(ctx, call, "cuda")]
+        chosen += [(*found, False) for found in passed_devices(ctx, call, "cuda")]
+        out = []
+        for callee, func, param, omitted in chosen:
+            unguarded, uses = ctx.unguarded(), self._uses.setdefault((id(func), param), [])
+            out.append((callee, param, omitted, lambda u=unguarded, d=uses: u() and any(c() for c in d)))
+        return out
 
 
 def _defaulting_functions(ctx: "Context", device_type: str) -> frozenset[int]:

@@ -22,7 +22,7 @@ from . import bindings, classes, loops, torchapi
 from .libraries import imports_cuda_only_library
 from .names import dotted, string_key
 from .values import Kind
-from .tree import children, ends_by_raising
+from .tree import children, ends_by_raising, iter_subtree
 
 if TYPE_CHECKING:
     from .context import Context
@@ -84,7 +84,7 @@ def _legacy_cuda_type_test(test: cst.Comparison) -> bool:
         e.value for e in getattr(other, "elements", ()) if type(e) is cst.Element
     ]
     values = [t.evaluated_value if type(t) is cst.SimpleString else None for t in texts]  # type: ignore[attr-defined]
-    return bool(values) and all(isinstance(v, str) and v.startswith("torch.cuda.") for v in values)
+    return bool(values) and all(v in torchapi.LEGACY_CUDA_TENSOR_TYPES for v in values)
 
 
 def _word(ident: cst.BaseExpression) -> str:
@@ -213,15 +213,11 @@ def _every_call_passes_a_probe(ctx: "Context", param: str) -> bool:
     calls = [(site[0][-1], site[1]) for site in sites]
     if not calls or any(type(call) is not cst.Call or dotted(call.func) != name for call, _ in calls):  # type: ignore[attr-defined]
         return False  # also handed over to run elsewhere (`Process(target=f)`): the default may be used
-    saved = ctx.scopes
-    try:
-        for call, scopes in calls:
-            value = _argument_for(call, param, params)  # type: ignore[arg-type]
-            ctx.scopes = scopes
+    for call, scopes in calls:
+        value = _argument_for(call, param, params)  # type: ignore[arg-type]
+        with ctx.in_scopes(scopes):
             if value is None or probe_polarity(ctx, value) is not True:
                 return False
-    finally:
-        ctx.scopes = saved
     return True
 
 
@@ -508,30 +504,13 @@ def _tests_oom_message(test: cst.BaseExpression) -> bool:
 def _long_body(body: cst.BaseSuite, limit: int = 5) -> bool:
     """More than `limit` statements, nested ones counted (a `for` loop of
     sixty lines is long, whatever the try's own statement count)."""
-    return _statement_count(body, limit) > limit
-
-
-def _statement_count(body: cst.BaseSuite, limit: int) -> int:
-    """Statements in `body`, nested blocks included, counted up to just past `limit`."""
-    if type(body) is not cst.IndentedBlock:
-        return 1
-    count = 0
-    for stmt in body.body:  # type: ignore[attr-defined]
-        count += 1
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(stmt, field, None)
-            if type(inner) is cst.Else or type(inner) is cst.Finally:
-                inner = inner.body
-            elif type(inner) is cst.If:  # `elif`
-                count += _statement_count(cst.IndentedBlock(body=[inner]), limit)
-                continue
-            if type(inner) is cst.IndentedBlock:
-                count += _statement_count(inner, limit)
-        for handler in getattr(stmt, "handlers", ()):
-            count += _statement_count(handler.body, limit)
-        if count > limit:
-            break
-    return count
+    statements = 0
+    for node in iter_subtree(body, prune=lambda n: isinstance(n, cst.BaseSmallStatement)):
+        if isinstance(node, cst.BaseStatement):
+            statements += 1
+            if statements > limit:
+                return True
+    return False
 
 
 def _gives_up(body: cst.BaseSuite) -> bool:
